@@ -1,0 +1,81 @@
+"""The `curate` command: run a pipeline, make the sample corpus."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import sys
+import time
+
+from curate.errors import CurateError
+
+
+def _run(args) -> int:
+    from curate.config import load_pipeline
+    from curate.runner.progress import Progress
+    from curate.runner.run import render, run_pipeline
+
+    pipeline = load_pipeline(args.pipeline, args.set)
+    output = args.output or pipeline.output or os.path.join("runs", pipeline.name)
+    started = time.monotonic()
+    logging.getLogger("curate").info("run %s -> %s", args.pipeline, output)
+    rows = run_pipeline(pipeline, output, until=args.until, inline=args.inline, address=args.address,
+                        workers=args.workers, progress=Progress(quiet=args.quiet))
+    print(render(rows))
+    print(f"\n{'stopped after ' + args.until if args.until else 'done'} in {time.monotonic() - started:.1f}s; "
+          f"outputs in {output} (kept/, ledger/, pipeline.yaml, summary.json)")
+    return 0
+
+
+def _sample(args) -> int:
+    from curate.sample import make_sample
+
+    expected = make_sample(args.dir, docs=args.docs, seed=args.seed)
+    for source, counts in expected.items():
+        print(f"{source}: {counts}")
+    return 0
+
+
+def parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="curate", description="Build pretraining data: ingest, filter, deduplicate, mix, tokenize.")
+    sub = p.add_subparsers(dest="command", required=True)
+
+    r = sub.add_parser("run", help="run (or resume) a pipeline")
+    r.add_argument("pipeline", help="pipeline YAML, e.g. pipelines/zyda2.yaml")
+    r.add_argument("--output", "-o", help="run directory (local path or fsspec URI); default: the pipeline's output, else runs/<name>")
+    r.add_argument("--set", action="append", default=[], metavar="KEY.PATH=VALUE",
+                   help="override a config value, e.g. --set sources.dclm.paths='s3://bucket/dclm/**/*.jsonl.zst'")
+    r.add_argument("--until", metavar="STAGE", help="stop after this stage; re-running without it continues")
+    r.add_argument("--address", help="Ray cluster to join (e.g. auto); default: RAY_ADDRESS, else an embedded local cluster")
+    r.add_argument("--inline", action="store_true", help="run every task in this process (debugging); same outputs")
+    r.add_argument("--workers", type=int, metavar="N", help="tasks in flight at once (default: the cluster's CPUs)")
+    r.add_argument("--quiet", "-q", action="store_true", help="no progress lines")
+    r.set_defaults(func=_run)
+
+    s = sub.add_parser("sample", help="make the offline sample corpus (all four Zyda-2 sources in native formats)")
+    s.add_argument("dir", nargs="?", default=".curate-sample")
+    s.add_argument("--docs", type=int, default=4000)
+    s.add_argument("--seed", type=int, default=0)
+    s.set_defaults(func=_sample)
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parser().parse_args(argv)
+    if getattr(args, "workers", None) is not None and args.workers < 1:
+        print("curate: error: --workers: expected an integer >= 1", file=sys.stderr)
+        return 2
+    logging.basicConfig(level=logging.INFO, format="%(message)s", stream=sys.stderr)
+    try:
+        return args.func(args)
+    except CurateError as exc:
+        print(f"curate: error: {exc}", file=sys.stderr)
+        if os.environ.get("CURATE_DEBUG") and exc.__cause__ is not None:
+            import traceback
+
+            traceback.print_exception(exc.__cause__)
+        return exc.exit_code
+    except KeyboardInterrupt:
+        print("curate: interrupted; re-run the same command to resume", file=sys.stderr)
+        return 130

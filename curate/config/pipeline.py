@@ -1,0 +1,202 @@
+"""Load a pipeline YAML: safe parsing, `${VAR:-default}`, `--set` overrides, validation, resolution."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import yaml
+
+from curate.config.interpolate import interpolate
+from curate.config.schema import Field, check, check_mapping
+from curate.errors import ConfigError
+
+RESERVED_STAGE_NAMES = {"kept"}
+
+
+def _formats():
+    from curate.readers import FORMATS
+
+    return sorted(FORMATS)
+
+
+def _stage_kinds():
+    from curate.stages import STAGES
+
+    return sorted(STAGES)
+
+
+SOURCE_KEYS = {
+    "format": Field((str,), choices=_formats, doc="the native format of the files"),
+    "paths": Field((str, list), item=Field((str,)), doc="files or globs: local, s3://, gs://, hf://"),
+    "fields": Field((dict,), default=dict, item=Field((str,)), doc="our field -> the source's field, e.g. {text: content}"),
+    "columns": Field((list,), default=None, item=Field((str,)), nullable=True, doc="columns to keep (parquet projection); all when null"),
+    "storage_options": Field((dict,), default=dict, doc="fsspec options, e.g. {anon: true}"),
+}
+
+EXECUTION_KEYS = {
+    "workers": Field((int,), default=None, min=1, nullable=True, doc="tasks in flight; default: CPUs of the cluster"),
+    "max_bad_fraction": Field((float,), default=0.5, min=0.0, max=1.0, doc="fail when a shard has more bad records than this"),
+    "task_size_mb": Field((int,), default=256, min=1, doc="split Parquet files into tasks of about this many MB"),
+    "batch_rows": Field((int,), default=8192, min=1, doc="rows per Arrow batch inside a task (bounds memory)"),
+    "retries": Field((int,), default=3, min=0, doc="retries of a task whose worker died"),
+    "task_memory_mb": Field((int,), default=None, min=1, nullable=True, doc="memory Ray reserves per task"),
+}
+
+SAMPLE_KEYS = {
+    "dir": Field((str,), doc="where the quickstart corpus is made"),
+    "docs": Field((int,), default=4000, min=10),
+    "seed": Field((int,), default=0),
+}
+
+TOP_KEYS = {
+    "name": Field((str,)),
+    "output": Field((str,), default=None, nullable=True),
+    "sample": Field((dict,), default=None, nullable=True, keys=SAMPLE_KEYS),
+    "priority": Field((list,), default=None, nullable=True, item=Field((str,)), doc="source names, highest priority first"),
+    "sources": Field((dict,), item=Field((dict,), keys=SOURCE_KEYS)),
+    "execution": Field((dict,), default=dict, keys=EXECUTION_KEYS),
+    "stages": Field((dict,), doc="stage name -> options, in order"),
+}
+
+
+@dataclass
+class Source:
+    name: str
+    format: str
+    paths: list[str]
+    fields: dict
+    columns: list[str] | None
+    storage_options: dict
+
+
+@dataclass
+class StageConfig:
+    name: str   # unique step name in this pipeline
+    kind: str   # which stage implementation (`use:`), defaults to the name
+    options: dict
+
+
+@dataclass
+class Pipeline:
+    file: str
+    name: str
+    output: str | None
+    sample: dict | None
+    priority: list[str]
+    sources: dict[str, Source]
+    execution: dict
+    stages: list[StageConfig]
+    resolved: dict = field(repr=False, default_factory=dict)
+
+    def hash(self) -> str:
+        return hashlib.sha256(canonical_json(self.resolved).encode()).hexdigest()
+
+    def stage(self, name: str) -> StageConfig:
+        return next(s for s in self.stages if s.name == name)
+
+
+def canonical_json(value) -> str:
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), default=str)
+
+
+def parse_override(text: str) -> tuple[list[str], object]:
+    """`a.b.c=value` -> (["a","b","c"], value); the value is YAML when it parses as a scalar, list or mapping."""
+    if "=" not in text:
+        raise ConfigError("--set", text, "expected KEY.PATH=VALUE")
+    key, raw = text.split("=", 1)
+    try:
+        value = yaml.safe_load(raw) if raw.strip() else raw
+    except yaml.YAMLError:
+        value = raw
+    if value is None and raw.strip() not in ("null", "~"):
+        value = raw
+    return key.strip().split("."), value
+
+
+def apply_overrides(raw: dict, overrides: list[str]) -> dict:
+    for text in overrides:
+        path, value = parse_override(text)
+        node = raw
+        for i, part in enumerate(path[:-1]):
+            nxt = node.get(part) if isinstance(node, dict) else None
+            if nxt is None:
+                nxt = node[part] = {}
+            if not isinstance(nxt, dict):
+                raise ConfigError("--set", ".".join(path[: i + 1]), f"is {type(nxt).__name__}, cannot set a key inside it")
+            node = nxt
+        node[path[-1]] = value
+    return raw
+
+
+def load_pipeline(path: str | os.PathLike, overrides: list[str] | None = None) -> Pipeline:
+    """Read, interpolate, override and validate a pipeline file; every problem is one ConfigError line."""
+    file = str(path)
+    try:
+        text = Path(file).read_text()
+    except FileNotFoundError:
+        raise ConfigError(file, "", "no such pipeline file") from None
+    except IsADirectoryError:
+        raise ConfigError(file, "", "is a directory, expected a YAML pipeline file") from None
+    try:
+        raw = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f"line {mark.line + 1}, column {mark.column + 1}: " if mark else ""
+        raise ConfigError(file, "", f"{where}invalid YAML: {getattr(exc, 'problem', None) or exc}") from None
+    if not isinstance(raw, dict):
+        raise ConfigError(file, "", "expected a mapping at the top level (name, sources, stages, ...)")
+    raw = apply_overrides(interpolate(raw, file), overrides or [])
+    return validate(raw, file)
+
+
+def validate(raw: dict, file: str) -> Pipeline:
+    top = check_mapping(raw, TOP_KEYS, file, "")
+    if not top["sources"]:
+        raise ConfigError(file, "sources", "expected at least one source")
+    for name in top["sources"]:
+        if not str(name).replace("_", "").replace("-", "").isalnum():
+            raise ConfigError(file, f"sources.{name}", "source names are letters, digits, '_' and '-' (they name directories)")
+    sources = {name: Source(name=name, **spec) for name, spec in top["sources"].items()}
+    for s in sources.values():
+        if not s.paths:
+            raise ConfigError(file, f"sources.{s.name}.paths", "expected at least one path or glob")
+    priority = top["priority"] or list(sources)
+    unknown = [p for p in priority if p not in sources]
+    if unknown:
+        raise ConfigError(file, "priority", f"'{unknown[0]}' is not a source; sources are {', '.join(sources)}")
+    missing = [s for s in sources if s not in priority]
+    if missing or len(set(priority)) != len(priority):
+        raise ConfigError(file, "priority", f"expected each source exactly once, highest first; missing or repeated: {', '.join(missing) or 'repeated names'}")
+    stages = _validate_stages(top["stages"], sources, file)
+    execution = top["execution"]
+    resolved = {**top, "priority": priority, "stages": {s.name: {"use": s.kind, **s.options} for s in stages}}
+    return Pipeline(file=file, name=top["name"], output=top["output"], sample=top["sample"], priority=priority,
+                    sources=sources, execution=execution, stages=stages, resolved=resolved)
+
+
+def _validate_stages(raw_stages: dict, sources: dict, file: str) -> list[StageConfig]:
+    from curate.stages import STAGES
+
+    out = []
+    for name, options in raw_stages.items():
+        key = f"stages.{name}"
+        options = {} if options is None else options
+        if not isinstance(options, dict):
+            raise ConfigError(file, key, f"expected a mapping of options (or {{}}), got {type(options).__name__}")
+        if name in RESERVED_STAGE_NAMES:
+            raise ConfigError(file, key, f"'{name}' is reserved for the final output; choose another stage name")
+        kind = options.get("use", name)
+        check(kind, Field((str,), choices=_stage_kinds), file, f"{key}.use" if "use" in options else key)
+        stage_cls = STAGES[kind]
+        opts = check_mapping({k: v for k, v in options.items() if k != "use"}, stage_cls.OPTIONS, file, key)
+        stage_cls.validate_options(opts, sources, file, key)
+        out.append(StageConfig(name=name, kind=kind, options=opts))
+    if not out or out[0].kind != "ingest":
+        raise ConfigError(file, "stages", "the first stage must be 'ingest' (it reads the sources)")
+    if sum(s.kind == "ingest" for s in out) > 1:
+        raise ConfigError(file, "stages", "only one 'ingest' stage is allowed")
+    return out

@@ -1,0 +1,1 @@
+"""Files on any fsspec filesystem: globbing, decompressing streams, atomic writes."""

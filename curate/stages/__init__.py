@@ -1,0 +1,11 @@
+"""Stages by name: the `use:` of a stage in a pipeline file (default: the stage's own name)."""
+
+from curate.stages.filter import FilterStage
+from curate.stages.ingest import IngestStage
+
+STAGES = {
+    "ingest": IngestStage,
+    "filter": FilterStage,
+}
+
+__all__ = ["STAGES"]
