@@ -37,6 +37,28 @@ def _sample(args) -> int:
     return 0
 
 
+class _StderrHandler(logging.StreamHandler):
+    """Writes to whatever sys.stderr is at the time (so redirections and test captures see it)."""
+
+    @property
+    def stream(self):
+        return sys.stderr
+
+    @stream.setter
+    def stream(self, value):
+        pass
+
+
+def _configure_logging() -> None:
+    log = logging.getLogger("curate")
+    log.setLevel(logging.INFO)
+    if not any(isinstance(h, _StderrHandler) for h in log.handlers):
+        handler = _StderrHandler()
+        handler.setFormatter(logging.Formatter("%(message)s"))
+        log.addHandler(handler)
+    log.propagate = False
+
+
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="curate", description="Build pretraining data: ingest, filter, deduplicate, mix, tokenize.")
     sub = p.add_subparsers(dest="command", required=True)
@@ -66,7 +88,7 @@ def main(argv: list[str] | None = None) -> int:
     if getattr(args, "workers", None) is not None and args.workers < 1:
         print("curate: error: --workers: expected an integer >= 1", file=sys.stderr)
         return 2
-    logging.basicConfig(level=logging.INFO, format="%(message)s", stream=sys.stderr)
+    _configure_logging()
     try:
         return args.func(args)
     except CurateError as exc:

@@ -86,7 +86,8 @@ def check_mapping(value: dict, keys: dict[str, Field], file: str, key: str) -> d
         elif spec.default is REQUIRED:
             raise ConfigError(file, _join(key, k), f"missing; expected {_expected(spec)}{' (' + spec.doc + ')' if spec.doc else ''}")
         else:
-            out[k] = spec.default() if callable(spec.default) else spec.default
+            default = spec.default() if callable(spec.default) else spec.default
+            out[k] = check_mapping(default, spec.keys, file, _join(key, k)) if spec.keys and isinstance(default, dict) else default
     return out
 
 

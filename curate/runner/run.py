@@ -77,7 +77,7 @@ def run_pipeline(pipeline: Pipeline, output: str, until: str | None = None, inli
     fs.write_bytes(run.path("pipeline.yaml"), (f"# resolved from {pipeline.file}; pipeline hash {pipeline.hash()}\n"
                                                + yaml.safe_dump(pipeline.resolved, sort_keys=False)).encode())
     ex = pipeline.execution
-    executor = make_executor(inline, address, workers or ex["workers"], ex["retries"], ex["task_memory_mb"])
+    executor = None  # started on the first stage with work to do: a finished run resumes in no time
     wall: dict[str, float] = {}
     try:
         upstream = ""
@@ -92,14 +92,17 @@ def run_pipeline(pipeline: Pipeline, output: str, until: str | None = None, inli
             run.write_json(run.stage_file(stage.name), {"fingerprint": fingerprint, "complete": False})
             todo = [t for t in tasks if not fs.exists(run.marker(stage.name, t.source, t.shard))]
             progress.start(stage.name, len(tasks), len(tasks) - len(todo))
-            for _task, stats in executor.map(stage, todo, stage.resources()):
+            if todo and executor is None:
+                executor = make_executor(inline, address, workers or ex["workers"], ex["retries"], ex["task_memory_mb"])
+            for _task, stats in (executor.map(stage, todo, stage.resources()) if todo else ()):
                 progress.update(stats["in"])
             wall[stage.name] = progress.finish()
             run.write_json(run.stage_file(stage.name), {"fingerprint": fingerprint, "complete": True})
             upstream = fingerprint
     finally:
-        executor.close()
-    rows = aggregate([(s.name, run.markers(s.name)) for s in stages], wall)
+        if executor is not None:
+            executor.close()
+    rows = aggregate([(s.name, run.markers(s.name)) for s in stages], pipeline.priority, wall)
     run.write_json(run.path("summary.json"), rows)
     if until is None and not rows:
         raise CurateError("the run produced no accounting rows")

@@ -12,7 +12,8 @@ from collections import defaultdict
 from curate.errors import CurateError
 
 
-def aggregate(stage_markers: list[tuple[str, list[dict]]], wall: dict[str, float]) -> list[dict]:
+def aggregate(stage_markers: list[tuple[str, list[dict]]], order: list[str], wall: dict[str, float]) -> list[dict]:
+    """Sum task markers per stage and source (sources in `order`), checking in = kept + removed."""
     rows = []
     for stage, markers in stage_markers:
         by_source: dict = defaultdict(lambda: {"in": 0, "kept": 0, "removed": defaultdict(int), "tasks": 0, "task_seconds": 0.0})
@@ -27,7 +28,7 @@ def aggregate(stage_markers: list[tuple[str, list[dict]]], wall: dict[str, float
             row["task_seconds"] += m["seconds"]
             for reason, n in m["removed"].items():
                 row["removed"][reason] += n
-        for source in sorted(by_source):
+        for source in sorted(by_source, key=lambda s: (order.index(s) if s in order else len(order), s)):
             row = by_source[source]
             rows.append({"stage": stage, "source": source, "in": row["in"], "kept": row["kept"],
                          "removed": dict(sorted(row["removed"].items())), "tasks": row["tasks"],

@@ -52,7 +52,7 @@ NEAR_KINDS = ("boilerplate", "linebreaks", "truncated", "edit")
 NEAR_MIN_JACCARD = 0.85
 
 MARKER = "_SUCCESS"
-_OUTPUTS = (*SOURCES, "expected.json", "truth.json", MARKER)
+_OUTPUTS = (MARKER, *SOURCES, "expected.json", "truth.json")  # marker first
 
 DCLM_FILES = (
     "global-shard_01_of_10/local-shard_0_of_10/shard_00000000_processed.jsonl.zst",
@@ -545,7 +545,7 @@ def _clear(dest: Path) -> None:
     """Remove a previous sample (finished or partial): marker first, so an
     interrupted clean-up still reads as incomplete."""
     dest.mkdir(parents=True, exist_ok=True)
-    for name in (MARKER, *_OUTPUTS):
+    for name in _OUTPUTS:
         p = dest / name
         if p.is_dir():
             shutil.rmtree(p)
