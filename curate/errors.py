@@ -17,6 +17,9 @@ class ConfigError(CurateError):
         where = f"{file}: {key}: " if key else f"{file}: "
         super().__init__(where + message)
 
+    def __reduce__(self):  # picklable, so it crosses from a Ray worker to the driver intact
+        return (type(self), (self.file, self.key, self.message))
+
 
 class StageError(CurateError):
     """Stage code failed on some input: names the stage, the input (file, line or row) and the cause."""
@@ -24,6 +27,9 @@ class StageError(CurateError):
     def __init__(self, stage: str, where: str, cause: str):
         self.stage, self.where, self.cause = stage, where, cause
         super().__init__(f"stage '{stage}' failed on {where}: {cause}")
+
+    def __reduce__(self):  # picklable, so it crosses from a Ray worker to the driver intact
+        return (type(self), (self.stage, self.where, self.cause))
 
 
 class BadShardError(StageError):
