@@ -11,7 +11,7 @@ from pathlib import Path
 import yaml
 
 from curate.config.interpolate import interpolate
-from curate.config.schema import Field, check, check_mapping
+from curate.config.schema import Field, suggest, check, check_mapping
 from curate.errors import ConfigError
 
 RESERVED_STAGE_NAMES = {"kept"}
@@ -21,12 +21,6 @@ def _formats():
     from curate.readers import FORMATS
 
     return sorted(FORMATS)
-
-
-def _stage_kinds():
-    from curate.stages import STAGES
-
-    return sorted(STAGES)
 
 
 SOURCE_KEYS = {
@@ -190,7 +184,10 @@ def _validate_stages(raw_stages: dict, sources: dict, file: str) -> list[StageCo
         if name in RESERVED_STAGE_NAMES:
             raise ConfigError(file, key, f"'{name}' is reserved for the final output; choose another stage name")
         kind = options.get("use", name)
-        check(kind, Field((str,), choices=_stage_kinds), file, f"{key}.use" if "use" in options else key)
+        if kind not in STAGES:
+            what = f"{key}.use" if "use" in options else key
+            raise ConfigError(file, what, f"unknown stage '{kind}'{suggest(kind, list(STAGES))}; stages are {', '.join(sorted(STAGES))}"
+                              + ("" if "use" in options else f" (or give this step a `use:` naming one)"))
         stage_cls = STAGES[kind]
         opts = check_mapping({k: v for k, v in options.items() if k != "use"}, stage_cls.OPTIONS, file, key)
         stage_cls.validate_options(opts, sources, file, key)

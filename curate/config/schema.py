@@ -63,7 +63,7 @@ def check(value, spec: Field, file: str, key: str):
     if spec.choices is not None:
         choices = spec.choices() if callable(spec.choices) else spec.choices
         if value not in choices:
-            raise ConfigError(file, key, f"expected one of {', '.join(map(str, choices))}, got {describe(value)}{_suggest(value, choices)}")
+            raise ConfigError(file, key, f"expected one of {', '.join(map(str, choices))}, got {describe(value)}{suggest(value, choices)}")
     if isinstance(value, list) and spec.item is not None:
         value = [check(v, spec.item, file, f"{key}[{i}]") for i, v in enumerate(value)]
     if isinstance(value, dict):
@@ -79,7 +79,7 @@ def check_mapping(value: dict, keys: dict[str, Field], file: str, key: str) -> d
     out = {}
     for k in value:
         if not isinstance(k, str) or k not in keys:
-            raise ConfigError(file, _join(key, k), f"unknown key{_suggest(k, list(keys))}; expected one of {', '.join(keys)}")
+            raise ConfigError(file, _join(key, k), f"unknown key{suggest(k, list(keys))}; expected one of {', '.join(keys)}")
     for k, spec in keys.items():
         if k in value:
             out[k] = check(value[k], spec, file, _join(key, k))
@@ -102,6 +102,6 @@ def _expected(spec: Field) -> str:
     return " or ".join(names)
 
 
-def _suggest(value, choices) -> str:
+def suggest(value, choices) -> str:
     close = difflib.get_close_matches(str(value), [str(c) for c in choices], n=1)
     return f" (did you mean '{close[0]}'?)" if close else ""

@@ -91,9 +91,9 @@ def run_pipeline(pipeline: Pipeline, output: str, until: str | None = None, inli
                     fs.remove(path)
             run.write_json(run.stage_file(stage.name), {"fingerprint": fingerprint, "complete": False})
             todo = [t for t in tasks if not fs.exists(run.marker(stage.name, t.source, t.shard))]
-            progress.start(stage.name, len(tasks), len(tasks) - len(todo))
             if todo and executor is None:
                 executor = make_executor(inline, address, workers or ex["workers"], ex["retries"], ex["task_memory_mb"])
+            progress.start(stage.name, len(tasks), len(tasks) - len(todo))
             for _task, stats in (executor.map(stage, todo, stage.resources()) if todo else ()):
                 progress.update(stats["in"])
             wall[stage.name] = progress.finish()
