@@ -92,7 +92,7 @@ class ShardStage(Stage):
         path = self.run.docs(task.source, task.shard)
         handle = fs.open_input(path)
         with handle:
-            pf = pq.ParquetFile(handle)
+            pf = pq.ParquetFile(handle, pre_buffer=False, buffer_size=1 << 20)
             size = batch_rows or self.pipeline.execution["batch_rows"]
             for batch in pf.iter_batches(batch_size=size, columns=columns, use_threads=False):
                 table = pa.Table.from_batches([batch])
