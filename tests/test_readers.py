@@ -160,3 +160,13 @@ def test_fsspec_uris_for_inputs_and_the_run_directory(tmp_path):
         kept = pq.read_table(fh)
     assert kept.column("id").to_pylist() == ["m/a.jsonl/0", "m/a.jsonl/1"]
     assert mem.exists("/runs/r1/pipeline.yaml")
+
+
+def test_duplicate_ids_in_parquet_are_bad_records_even_across_batches(tmp_path):
+    (tmp_path / "d").mkdir()
+    t = pa.table({"text": ["a doc", "b doc", "c doc", "d doc"], "id": ["x", "y", "x", "z"]})
+    pq.write_table(t, tmp_path / "d" / "f.parquet")
+    f = _pipeline(tmp_path, f"  fwe:\n    format: fineweb\n    paths: {tmp_path}/d/*.parquet")
+    assert run_cli(f, "--output", tmp_path / "run", "--inline", "-q", "--set", "execution.batch_rows=2") == 0
+    assert _docs(tmp_path / "run", "fwe").column("id").to_pylist() == ["x", "y", "z"]
+    assert [(r[0], r[3]) for r in _ledger(tmp_path / "run")] == [("fwe/f.parquet/2#dup", "bad_record:duplicate_id")]

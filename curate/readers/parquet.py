@@ -65,11 +65,31 @@ def _decodes(value: bytes) -> bool:
         return False
 
 
+_MESSAGES = {"missing_text": "text is null", "invalid_utf8": "text is not valid UTF-8",
+             "empty_text": "text is empty or whitespace", "duplicate_id": "id {id!r} already seen in this file"}
+
+
+def _duplicates(ids: list, seen: set) -> np.ndarray:
+    """Rows whose id was already seen in this task; the common no-duplicate case costs two set operations."""
+    fresh = set(ids)
+    if len(fresh) == len(ids) and seen.isdisjoint(fresh):
+        seen |= fresh
+        return np.zeros(len(ids), dtype=bool)
+    mask = np.zeros(len(ids), dtype=bool)
+    for i, value in enumerate(ids):
+        if value in seen:
+            mask[i] = True
+        else:
+            seen.add(value)
+    return mask
+
+
 def read_parquet(task: ReadTask, fmt: Format, handle, batch_rows: int, columns: list[str] | None,
                  bad: BadRecords, stats: dict) -> Iterator[pa.Table]:
     pf = pq.ParquetFile(handle)
     wanted = _projection(pf.schema_arrow, fmt, columns)
     row = task.row_offset
+    seen: set = set()
     groups = list(task.row_groups) if task.row_groups is not None else list(range(pf.num_row_groups))
     if not groups:
         return
@@ -88,13 +108,15 @@ def read_parquet(task: ReadTask, fmt: Format, handle, batch_rows: int, columns: 
         blank = pc.fill_null(pc.equal(pc.utf8_length(pc.utf8_trim_whitespace(text)), 0), False).to_numpy(zero_copy_only=False)
         invalid = ~_valid_utf8(text)
         blank &= ~invalid
-        bad_mask = missing | blank | invalid
+        dup = _duplicates(ids.to_pylist(), seen) if fmt.id else np.zeros(n, dtype=bool)
+        bad_mask = missing | blank | invalid | dup
         if bad_mask.any():
             id_list = ids.to_pylist()
             for i in np.flatnonzero(bad_mask):
-                kind = "missing_text" if missing[i] else "invalid_utf8" if invalid[i] else "empty_text"
-                bad.add(id_list[i], kind, f"row {row + i}", {"missing_text": "text is null", "invalid_utf8": "text is not valid UTF-8",
-                                                             "empty_text": "text is empty or whitespace"}[kind])
+                kind = ("missing_text" if missing[i] else "invalid_utf8" if invalid[i] else "empty_text" if blank[i]
+                        else "duplicate_id")
+                record_id = id_list[i] if kind != "duplicate_id" else f"{task.id_prefix}/{row + i}#dup"
+                bad.add(record_id, kind, f"row {row + i}", _MESSAGES[kind].format(id=id_list[i]))
         table = pa.Table.from_batches([batch])
         others = [c for c in table.column_names if c not in (fmt.text, fmt.id, "id", "text")]
         out = pa.Table.from_arrays([ids, text] + [table.column(c) for c in others], names=["id", "text"] + others)

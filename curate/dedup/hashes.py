@@ -1,0 +1,221 @@
+"""32-bit shingle hashes, compiled with numba so they run inside the signature kernel.
+
+Why two: ``sha1`` is datasketch's default ``sha1_hash32`` (the first 4 bytes of SHA-1, little-endian),
+kept so signatures can equal datasketch's (and Zyda-1's and RedPajama-V2's) bit for bit; ``murmur3``
+is MurmurHash3_x86_32, the hash Zyda-2 named, about 10x cheaper than SHA-1 per shingle. Both read the
+UTF-8 bytes one at a time and compute with explicit widths and masks, so the value is the same on every
+machine, byte order and process (no salted Python ``hash``).
+
+All values are carried in uint64 variables masked to 32 bits: numba promotes mixed-width integer
+arithmetic (and int64 with uint64 to float64), so every constant here is a ``np.uint64``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import struct
+
+import numpy as np
+from numba import njit
+
+HASHES = ("sha1", "murmur3")
+
+_M32 = np.uint64(0xFFFFFFFF)
+_U0 = np.uint64(0)
+_U1 = np.uint64(1)
+_U8 = np.uint64(8)
+_U16 = np.uint64(16)
+_U24 = np.uint64(24)
+_U32 = np.uint64(32)
+_U56 = np.uint64(56)
+
+# MurmurHash3_x86_32 constants
+_C1 = np.uint64(0xCC9E2D51)
+_C2 = np.uint64(0x1B873593)
+_N5 = np.uint64(5)
+_N = np.uint64(0xE6546B64)
+_F1 = np.uint64(0x85EBCA6B)
+_F2 = np.uint64(0xC2B2AE35)
+_S13 = np.uint64(13)
+_S15 = np.uint64(15)
+_S17 = np.uint64(17)
+_S19 = np.uint64(19)
+
+# SHA-1 constants
+_H0 = np.uint64(0x67452301)
+_H1 = np.uint64(0xEFCDAB89)
+_H2 = np.uint64(0x98BADCFE)
+_H3 = np.uint64(0x10325476)
+_H4 = np.uint64(0xC3D2E1F0)
+_K0 = np.uint64(0x5A827999)
+_K1 = np.uint64(0x6ED9EBA1)
+_K2 = np.uint64(0x8F1BBCDC)
+_K3 = np.uint64(0xCA62C1D6)
+_B80 = np.uint64(0x80)
+_S1 = np.uint64(1)
+_S5 = np.uint64(5)
+_S27 = np.uint64(27)
+_S30 = np.uint64(30)
+_S2 = np.uint64(2)
+_S31 = np.uint64(31)
+
+
+@njit(inline="always", cache=True)
+def _rotl32(x, r):
+    return ((x << r) | (x >> (_U32 - r))) & _M32
+
+
+@njit(inline="always", cache=True)
+def fmix32(h):
+    """MurmurHash3's 32-bit finalizer (a bijection); datasketch's affine32 scheme pre-mixes with it."""
+    h ^= h >> _U16
+    h = (h * _F1) & _M32
+    h ^= h >> _S13
+    h = (h * _F2) & _M32
+    h ^= h >> _U16
+    return h
+
+
+@njit(cache=True, nogil=True)
+def murmur3_32(data, start, length, seed):
+    """MurmurHash3_x86_32 of ``data[start:start+length]`` (uint8 array) with a 32-bit seed."""
+    h = np.uint64(seed) & _M32
+    nblocks = length // 4
+    p = start
+    for _ in range(nblocks):
+        k = (np.uint64(data[p]) | (np.uint64(data[p + 1]) << _U8)
+             | (np.uint64(data[p + 2]) << _U16) | (np.uint64(data[p + 3]) << _U24))
+        k = (k * _C1) & _M32
+        k = _rotl32(k, _S15)
+        k = (k * _C2) & _M32
+        h ^= k
+        h = _rotl32(h, _S13)
+        h = (h * _N5 + _N) & _M32
+        p += 4
+    rem = length & 3
+    if rem:
+        k = _U0
+        if rem == 3:
+            k ^= np.uint64(data[p + 2]) << _U16
+        if rem >= 2:
+            k ^= np.uint64(data[p + 1]) << _U8
+        k ^= np.uint64(data[p])
+        k = (k * _C1) & _M32
+        k = _rotl32(k, _S15)
+        k = (k * _C2) & _M32
+        h ^= k
+    h ^= np.uint64(length) & _M32
+    return fmix32(h)
+
+
+@njit(inline="always", cache=True)
+def _msg_byte(data, start, length, pos, bitlen_block, block):
+    """Byte ``pos`` of the SHA-1 padded message (message, 0x80, zeros, 64-bit big-endian bit length)."""
+    if pos < length:
+        return np.uint64(data[start + pos])
+    if pos == length:
+        return _B80
+    if block == bitlen_block:
+        off = pos - (block * 64 + 56)
+        if off >= 0:
+            bits = np.uint64(length) << np.uint64(3)
+            return (bits >> (_U56 - np.uint64(off) * _U8)) & np.uint64(0xFF)
+    return _U0
+
+
+@njit(cache=True, nogil=True)
+def sha1_32(data, start, length, w):
+    """datasketch's ``sha1_hash32``: SHA-1 of ``data[start:start+length]``, first 4 digest bytes read
+    little-endian. ``w`` is a caller-owned uint64 scratch array of 80 words (no allocation per call)."""
+    h0, h1, h2, h3, h4 = _H0, _H1, _H2, _H3, _H4
+    nblocks = (length + 8) // 64 + 1
+    last = nblocks - 1
+    for blk in range(nblocks):
+        base = blk * 64
+        if base + 64 <= length:  # a whole block of message bytes: the common path
+            for t in range(16):
+                q = start + base + 4 * t
+                w[t] = ((np.uint64(data[q]) << _U24) | (np.uint64(data[q + 1]) << _U16)
+                        | (np.uint64(data[q + 2]) << _U8) | np.uint64(data[q + 3]))
+        else:
+            for t in range(16):
+                q = base + 4 * t
+                w[t] = ((_msg_byte(data, start, length, q, last, blk) << _U24)
+                        | (_msg_byte(data, start, length, q + 1, last, blk) << _U16)
+                        | (_msg_byte(data, start, length, q + 2, last, blk) << _U8)
+                        | _msg_byte(data, start, length, q + 3, last, blk))
+        for t in range(16, 80):
+            w[t] = _rotl32(w[t - 3] ^ w[t - 8] ^ w[t - 14] ^ w[t - 16], _S1)
+        a, b, c, d, e = h0, h1, h2, h3, h4
+        for t in range(80):
+            if t < 20:
+                f = (b & c) | ((~b) & d & _M32)
+                k = _K0
+            elif t < 40:
+                f = b ^ c ^ d
+                k = _K1
+            elif t < 60:
+                f = (b & c) | (b & d) | (c & d)
+                k = _K2
+            else:
+                f = b ^ c ^ d
+                k = _K3
+            tmp = (_rotl32(a, _S5) + f + e + k + w[t]) & _M32
+            e = d
+            d = c
+            c = _rotl32(b, _S30)
+            b = a
+            a = tmp
+        h0 = (h0 + a) & _M32
+        h1 = (h1 + b) & _M32
+        h2 = (h2 + c) & _M32
+        h3 = (h3 + d) & _M32
+        h4 = (h4 + e) & _M32
+    # digest bytes 0..3 are h0 big-endian; datasketch unpacks them "<I": a byte swap of h0
+    return (((h0 & np.uint64(0xFF)) << _U24) | (((h0 >> _U8) & np.uint64(0xFF)) << _U16)
+            | (((h0 >> _U16) & np.uint64(0xFF)) << _U8) | (h0 >> _U24))
+
+
+# ---------------------------------------------------------------------------------------------
+# Pure-Python references (tests, and `hashfunc=` for datasketch when checking the fast mode).
+# ---------------------------------------------------------------------------------------------
+
+def sha1_hash32_py(b: bytes) -> int:
+    """Same as ``datasketch.hashfunc.sha1_hash32``."""
+    return struct.unpack("<I", hashlib.sha1(b).digest()[:4])[0]
+
+
+def murmur3_32_py(b: bytes, seed: int = 0) -> int:
+    """MurmurHash3_x86_32 in plain Python: the reference the compiled version is tested against."""
+    m = 0xFFFFFFFF
+
+    def rotl(x, r):
+        return ((x << r) | (x >> (32 - r))) & m
+
+    h = seed & m
+    n = len(b) // 4
+    for i in range(n):
+        k = int.from_bytes(b[4 * i:4 * i + 4], "little")
+        k = rotl((k * 0xCC9E2D51) & m, 15)
+        h ^= (k * 0x1B873593) & m
+        h = (rotl(h, 13) * 5 + 0xE6546B64) & m
+    tail = b[4 * n:]
+    if tail:
+        k = int.from_bytes(tail, "little")
+        k = rotl((k * 0xCC9E2D51) & m, 15)
+        h ^= (k * 0x1B873593) & m
+    h ^= len(b) & m
+    h ^= h >> 16
+    h = (h * 0x85EBCA6B) & m
+    h ^= h >> 13
+    h = (h * 0xC2B2AE35) & m
+    return h ^ (h >> 16)
+
+
+def python_hashfunc(name: str, seed: int = 0):
+    """The pure-Python shingle hash for ``name``, shaped as datasketch's ``hashfunc`` (bytes -> int)."""
+    if name == "sha1":
+        return sha1_hash32_py
+    if name == "murmur3":
+        return lambda b: murmur3_32_py(b, seed)
+    raise ValueError(f"unknown shingle hash {name!r}; expected one of {HASHES}")
