@@ -16,10 +16,10 @@ import yaml
 from curate.config.pipeline import Pipeline
 from curate.errors import ConfigError, CurateError
 from curate.io import fs
-from curate.runner.executor import make_executor
 from curate.runner.progress import Progress
 from curate.runner.rundir import RunDir
 from curate.runner.summary import aggregate, render
+from curate.runner.taskrunner import TaskRunner
 from curate.stages import STAGES
 from curate.stages.kept import KeptStage
 
@@ -77,8 +77,7 @@ def run_pipeline(pipeline: Pipeline, output: str, until: str | None = None, inli
     fs.write_bytes(run.path("pipeline.yaml"), (f"# resolved from {pipeline.file}; pipeline hash {pipeline.hash()}\n"
                                                + yaml.safe_dump(pipeline.resolved, sort_keys=False)).encode())
     ex = pipeline.execution
-    executor = None  # started on the first stage with work to do: a finished run resumes in no time
-    wall: dict[str, float] = {}
+    runner = TaskRunner(progress, inline, address, workers or ex["workers"], ex["retries"], ex["task_memory_mb"])
     try:
         upstream = ""
         for stage in stages:
@@ -90,19 +89,12 @@ def run_pipeline(pipeline: Pipeline, output: str, until: str | None = None, inli
                 for path in stage.owned_paths():
                     fs.remove(path)
             run.write_json(run.stage_file(stage.name), {"fingerprint": fingerprint, "complete": False})
-            todo = [t for t in tasks if not fs.exists(run.marker(stage.name, t.source, t.shard))]
-            if todo and executor is None:
-                executor = make_executor(inline, address, workers or ex["workers"], ex["retries"], ex["task_memory_mb"])
-            progress.start(stage.name, len(tasks), len(tasks) - len(todo))
-            for _task, stats in (executor.map(stage, todo, stage.resources()) if todo else ()):
-                progress.update(stats["in"])
-            wall[stage.name] = progress.finish()
+            stage.execute(tasks, runner)
             run.write_json(run.stage_file(stage.name), {"fingerprint": fingerprint, "complete": True})
             upstream = fingerprint
     finally:
-        if executor is not None:
-            executor.close()
-    rows = aggregate([(s.name, run.markers(s.name)) for s in stages], pipeline.priority, wall)
+        runner.close()
+    rows = aggregate([(s.name, run.markers(s.name)) for s in stages], pipeline.priority, runner.wall)
     run.write_json(run.path("summary.json"), rows)
     if until is None and not rows:
         raise CurateError("the run produced no accounting rows")

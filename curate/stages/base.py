@@ -59,6 +59,10 @@ class Stage(ABC):
     def resources(self) -> dict | None:
         return None
 
+    def execute(self, tasks: list[Task], runner) -> None:
+        """Run the planned tasks; a global stage overrides this to run several phases."""
+        runner.run(self, self.name, tasks, lambda t: self.run.marker(self.name, t.source, t.shard))
+
     def finish_task(self, task: Task, started: float, n_in: int, removed: dict, **extra) -> dict:
         """Write the completion marker (last, after every output) and return the task's counts."""
         removed_total = sum(removed.values())
