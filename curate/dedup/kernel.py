@@ -25,87 +25,94 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from .hashes import fmix32, murmur3_32, sha1_32
+from .hashes import POLY_BASE, fmix32, murmur3_32, poly64_finish, sha1_32
 
 HASH_SHA1 = 0
 HASH_MURMUR3 = 1
+HASH_POLY64 = 2
+HASH_KINDS = {"sha1": HASH_SHA1, "murmur3": HASH_MURMUR3, "poly64": HASH_POLY64}
 
 _M32 = np.uint64(0xFFFFFFFF)
 _M61 = np.uint64((1 << 61) - 1)
 _S61 = np.uint64(61)
+_U1 = np.uint64(1)
 _SPACE = np.uint8(0x20)
 _CONT_MASK = np.uint8(0xC0)
 _CONT = np.uint8(0x80)
 
 
 @njit(inline="always", cache=True)
-def _hash(data, start, length, kind, seed, w):
-    if kind == HASH_SHA1:
-        return sha1_32(data, start, length, w)
-    return murmur3_32(data, start, length, seed)
+def _hash(data, st, p, pst, pp, kind, seed, pw, w, buf):
+    """Hash of the shingle ``data[st:p]``; ``pst``/``pp`` are the poly64 prefixes at ``st`` and ``p``."""
+    if kind == HASH_POLY64:
+        return poly64_finish(pp - pst * pw[p - st], seed)
+    if kind == HASH_MURMUR3:
+        return murmur3_32(data, st, p - st, seed)
+    return sha1_32(data, st, p - st, w, buf)
 
 
 @njit(cache=True, nogil=True)
-def _char_shingles(data, s, e, n, whole, kind, seed, w, ring, hs):
+def _char_shingles(data, s, e, n, whole, kind, seed, pw, w, buf, ring, ringp, hs):
     """Hashes of the code-point n-grams of ``data[s:e]`` into ``hs``; returns how many."""
     cnt = 0      # code points seen so far
-    slot = 0     # ring slot of code point (cnt - n), i.e. the start of the next shingle once cnt >= n
+    slot = 0     # ring slot of code point (cnt - n): where the next shingle starts once cnt >= n
     m = 0
+    pref = np.uint64(0)  # poly64 prefix of data[s:p]
     for p in range(s, e):
-        if (data[p] & _CONT_MASK) != _CONT:  # a lead byte: code point `cnt` starts at p
+        x = data[p]
+        if (x & _CONT_MASK) != _CONT:  # a lead byte: code point `cnt` starts at p
             if cnt >= n:
-                st = ring[slot]
-                hs[m] = _hash(data, st, p - st, kind, seed, w)
+                hs[m] = _hash(data, ring[slot], p, ringp[slot], pref, kind, seed, pw, w, buf)
                 m += 1
             ring[slot] = p
+            ringp[slot] = pref
             slot += 1
             if slot == n:
                 slot = 0
             cnt += 1
+        pref = pref * POLY_BASE + np.uint64(x) + _U1
     if cnt >= n:
-        st = ring[slot]
-        hs[m] = _hash(data, st, e - st, kind, seed, w)
+        hs[m] = _hash(data, ring[slot], e, ringp[slot], pref, kind, seed, pw, w, buf)
         m += 1
     elif cnt > 0 and whole:
-        hs[m] = _hash(data, s, e - s, kind, seed, w)
+        hs[m] = _hash(data, s, e, np.uint64(0), pref, kind, seed, pw, w, buf)
         m += 1
     return m
 
 
 @njit(cache=True, nogil=True)
-def _word_shingles(data, s, e, n, whole, kind, seed, w, ring, hs):
+def _word_shingles(data, s, e, n, whole, kind, seed, pw, w, buf, ring, ringp, hs):
     """Hashes of the word n-grams of ``data[s:e]``, words separated by single spaces; returns how many.
 
     A shingle of words i..i+n-1 is the bytes from the start of word i to the end of word i+n-1, which is
     ``" ".join(words[i:i+n])`` because the text is the tokens joined by one space.
     """
-    if e <= s:
-        return 0
     cnt = 0
     slot = 0
     m = 0
     ws = s
+    pref = np.uint64(0)
+    prefws = pref
     for p in range(s, e + 1):
         if p == e or data[p] == _SPACE:
             if p > ws:  # a word [ws, p)
-                if n == 1:
-                    hs[m] = _hash(data, ws, p - ws, kind, seed, w)
+                ring[slot] = ws
+                ringp[slot] = prefws
+                slot += 1
+                if slot == n:
+                    slot = 0
+                cnt += 1
+                if cnt >= n:
+                    hs[m] = _hash(data, ring[slot], p, ringp[slot], pref, kind, seed, pw, w, buf)
                     m += 1
-                else:
-                    ring[slot] = ws
-                    slot += 1
-                    if slot == n:
-                        slot = 0
-                    cnt += 1
-                    if cnt >= n:
-                        st = ring[slot]
-                        hs[m] = _hash(data, st, p - st, kind, seed, w)
-                        m += 1
             ws = p + 1
-    if n == 1:
-        return m
-    if cnt < n and cnt > 0 and whole:
-        hs[m] = _hash(data, s, e - s, kind, seed, w)
+            if p < e:
+                pref = pref * POLY_BASE + np.uint64(data[p]) + _U1
+            prefws = pref
+        else:
+            pref = pref * POLY_BASE + np.uint64(data[p]) + _U1
+    if 0 < cnt < n and whole:
+        hs[m] = _hash(data, s, e, np.uint64(0), pref, kind, seed, pw, w, buf)
         m += 1
     return m
 
@@ -153,7 +160,17 @@ def signatures_range(data, offsets, nulls, lo, hi, word, n, whole, kind, seed, l
             longest = ln
     hs = np.empty(longest + 1, dtype=np.uint32)
     ring = np.zeros(max(n, 1), dtype=np.int64)
+    ringp = np.zeros(max(n, 1), dtype=np.uint64)
     w = np.zeros(80, dtype=np.uint64)
+    buf = np.zeros(128, dtype=np.uint8)
+    # powers of the poly64 base up to the longest shingle: 4n bytes for n code points, a whole doc for words
+    npw = 1
+    if kind == HASH_POLY64:
+        npw = longest + 1 if word else min(longest, 4 * n) + 1
+    pw = np.empty(npw, dtype=np.uint64)
+    pw[0] = _U1
+    for i in range(1, npw):
+        pw[i] = pw[i - 1] * POLY_BASE
     has_nulls = nulls.shape[0] > 0
     for d in range(lo, hi):
         s = offsets[d]
@@ -161,9 +178,9 @@ def signatures_range(data, offsets, nulls, lo, hi, word, n, whole, kind, seed, l
         if has_nulls and nulls[d]:
             e = s
         if word:
-            m = _word_shingles(data, s, e, n, whole, kind, seed, w, ring, hs)
+            m = _word_shingles(data, s, e, n, whole, kind, seed, pw, w, buf, ring, ringp, hs)
         else:
-            m = _char_shingles(data, s, e, n, whole, kind, seed, w, ring, hs)
+            m = _char_shingles(data, s, e, n, whole, kind, seed, pw, w, buf, ring, ringp, hs)
         counts[d] = m
         if legacy:
             _minima_legacy(hs, m, a, b, out, d)

@@ -1,0 +1,228 @@
+"""The dedup stage: MinHash band buckets -> candidate edges -> connected components -> keep policy.
+
+Global work is split into hash partitions of nodes (see `curate.dedup.nodes`), each a Ray task:
+  buckets   per band partition: group (band, key), emit star edges and node ranks by node partition
+  init      per node partition: initial labels (every node its own rank)
+  send/receive, repeated: min-label propagation until no label changes
+  decide    per node partition: the policy marks removed nodes, by the docs shard of their cluster's label
+  resolve   per docs shard: the id of each cluster's kept document
+  finalize  per docs shard: ledger entries (reason `minhash_duplicate_of:<source>`, detail `kept <id>`)
+            and `RUN/<stage>/clusters/<source>/<shard>.parquet` (id, source, cluster, kept)
+No task holds more than one partition's edges or labels; nothing ever holds every signature.
+"""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from curate.config.schema import Field
+from curate.dedup import components, nodes
+from curate.dedup.candidates import bucket_edges
+from curate.dedup.layout import read_columns, shard_numbers, shard_tag, write_columns
+from curate.dedup.policy import POLICIES, removed_mask
+from curate.dedup.shuffle import partition_of, split
+from curate.errors import CurateError
+from curate.io import fs
+from curate.io.parquet import write_table
+from curate.runner.tasks import Task
+from curate.stages.base import ShardStage
+
+U64 = np.uint64
+
+
+class DedupStage(ShardStage):
+    OPTIONS = {
+        "minhash": Field((str,), default=None, nullable=True, doc="the minhash stage to read (default: the last one before this)"),
+        "policy": Field((str,), default="cross_source", choices=list(POLICIES)),
+        "max_rounds": Field((int,), default=100, min=1, doc="label propagation rounds before giving up"),
+    }
+
+    # ---- planning -------------------------------------------------------------------------------
+    def _minhash(self):
+        from curate.stages.minhash import MinhashStage
+
+        names = [s for s in self.previous if self.pipeline.stage(s).kind == "minhash"]
+        name = self.options["minhash"] or (names[-1] if names else None)
+        if name is None or name not in names:
+            raise CurateError(f"stage '{self.name}' needs a minhash stage before it (options.minhash names it)")
+        cfg = self.pipeline.stage(name)
+        return MinhashStage(name, cfg.options, self.pipeline, self.run, self.previous[: self.previous.index(name)])
+
+    def owned_paths(self) -> list[str]:
+        return [self.run.path(self.name), *super().owned_paths()]
+
+    def _work(self, *parts: str) -> str:
+        return self.run.path(self.name, "work", *parts)
+
+    def _phase(self, phase: str, key: str, payload) -> Task:
+        return Task(self.name, "_phase", f"{phase}-{key}", f"{phase} partition {key}", payload=(phase, payload))
+
+    def _phase_marker(self, task: Task) -> str:
+        return self.run.path("_state", self.name, "_phases", task.shard + ".json")
+
+    # ---- execution ------------------------------------------------------------------------------
+    def execute(self, tasks: list[Task], runner) -> None:
+        minhash = self._minhash()
+        self.partitions = minhash.options["partitions"]
+        self.bands_root = minhash.bands_root()
+        self.numbers = shard_numbers(tasks, self.pipeline.priority)
+        self.by_tag = {shard_tag(*v): k for k, v in self.numbers.items()}
+        parts = range(self.partitions)
+        run = lambda label, ts: runner.run(self, f"{self.name}: {label}", ts, self._phase_marker)
+        run("buckets", [self._phase("buckets", f"{p:05d}", p) for p in parts])
+        run("init", [self._phase("init", f"{p:05d}", p) for p in parts])
+        for rnd in range(self.options["max_rounds"]):
+            run(f"send {rnd}", [self._phase("send", f"{rnd:03d}-{p:05d}", (rnd, p)) for p in parts])
+            receive = [self._phase("receive", f"{rnd:03d}-{p:05d}", (rnd, p)) for p in parts]
+            run(f"receive {rnd}", receive)
+            changed = sum(self.run.read_json(self._phase_marker(t))["changed"] for t in receive)
+            if changed == 0:
+                self.final_round = rnd + 1
+                break
+        else:
+            raise CurateError(f"stage '{self.name}': components did not converge in {self.options['max_rounds']} rounds")
+        run("decide", [self._phase("decide", f"{p:05d}", (self.final_round, p)) for p in parts])
+        shards = [self._phase("resolve", shard_tag(*self.numbers[(t.source, t.shard)]), (t.source, t.shard)) for t in tasks]
+        run("resolve", shards)
+        runner.run(self, self.name, tasks, lambda t: self.run.marker(self.name, t.source, t.shard))
+
+    def run_task(self, task: Task) -> dict:
+        if task.payload is None:
+            return self._finalize(task)
+        phase, arg = task.payload
+        started = time.monotonic()
+        result = getattr(self, f"_{phase}")(arg)
+        result["seconds"] = round(time.monotonic() - started, 4)
+        self.run.write_json(self._phase_marker(task), result)
+        return result
+
+    # ---- phases ---------------------------------------------------------------------------------
+    def _buckets(self, p: int) -> dict:
+        cols = read_columns(fs.join(self.bands_root, f"p={p:05d}", "*.parquet"), ["band", "key", "node", "hi"],
+                            {"band": np.uint16, "key": U64, "node": U64, "hi": U64})
+        u, v = bucket_edges(cols["band"], cols["key"], cols["node"])
+        both_u, both_v = np.concatenate([u, v]), np.concatenate([v, u])
+        for q, part in split(partition_of(both_u, self.partitions), self.partitions, u=both_u, v=both_v):
+            write_columns(self._work("edges", f"p={q:05d}", f"from-{p:05d}.parquet"), **part)
+        linked = np.unique(both_u)
+        hi = _lookup(cols["node"], cols["hi"], linked)
+        for q, part in split(partition_of(linked, self.partitions), self.partitions, node=linked, hi=hi):
+            write_columns(self._work("nodes", f"p={q:05d}", f"from-{p:05d}.parquet"), **part)
+        return {"in": len(cols["node"]), "edges": len(u)}
+
+    def _init(self, p: int) -> dict:
+        cols = read_columns(self._work("nodes", f"p={p:05d}", "*.parquet"), ["node", "hi"], {"node": U64, "hi": U64})
+        node, first = np.unique(cols["node"], return_index=True)
+        hi = cols["hi"][first]
+        write_columns(self._work("labels", "r=000", f"p={p:05d}.parquet"), node=node, hi=hi, label_hi=hi, label_lo=node)
+        return {"in": len(node)}
+
+    def _labels(self, rnd: int, p: int) -> dict[str, np.ndarray]:
+        return read_columns(self._work("labels", f"r={rnd:03d}", f"p={p:05d}.parquet"), ["node", "hi", "label_hi", "label_lo"],
+                            {"node": U64, "hi": U64, "label_hi": U64, "label_lo": U64})
+
+    def _send(self, arg) -> dict:
+        rnd, p = arg
+        lab = self._labels(rnd, p)
+        edges = read_columns(self._work("edges", f"p={p:05d}", "*.parquet"), ["u", "v"], {"u": U64, "v": U64})
+        target, hi, lo = components.send(edges["u"], edges["v"], lab["node"], lab["label_hi"], lab["label_lo"])
+        for q, part in split(partition_of(target, self.partitions), self.partitions, target=target, hi=hi, lo=lo):
+            write_columns(self._work("messages", f"r={rnd:03d}", f"p={q:05d}", f"from-{p:05d}.parquet"), **part)
+        return {"in": len(lab["node"]), "messages": len(target)}
+
+    def _receive(self, arg) -> dict:
+        rnd, p = arg
+        lab = self._labels(rnd, p)
+        msg = read_columns(self._work("messages", f"r={rnd:03d}", f"p={p:05d}", "*.parquet"), ["target", "hi", "lo"],
+                           {"target": U64, "hi": U64, "lo": U64})
+        hi, lo, changed = components.receive(lab["node"], lab["label_hi"], lab["label_lo"], msg["target"], msg["hi"], msg["lo"])
+        write_columns(self._work("labels", f"r={rnd + 1:03d}", f"p={p:05d}.parquet"), node=lab["node"], hi=lab["hi"],
+                      label_hi=hi, label_lo=lo)
+        return {"in": len(lab["node"]), "changed": changed}
+
+    def _decide(self, arg) -> dict:
+        rnd, p = arg
+        lab = self._labels(rnd, p)
+        node, label = lab["node"], lab["label_lo"]
+        gone = removed_mask(self.options["policy"], node, label)
+        for key, part in _by_shard(label[gone], node=node[gone], label=label[gone]):
+            write_columns(self._work("removed", f"s={_tag(key)}", f"from-{p:05d}.parquet"), **part)
+        for key, part in _by_shard(node, node=node, label=label, removed=gone):
+            write_columns(self._work("members", f"s={_tag(key)}", f"from-{p:05d}.parquet"), **part)
+        return {"in": len(node), "removed": int(gone.sum())}
+
+    def _shard_ids(self, source: str, shard: str) -> pa.Array:
+        with fs.open_input(self.run.docs(source, shard)) as handle:
+            return pq.read_table(handle, columns=["id"]).column("id").combine_chunks()
+
+    def _resolve(self, arg) -> dict:
+        source, shard = arg
+        tag = shard_tag(*self.numbers[(source, shard)])
+        removed = read_columns(self._work("removed", f"s={tag}", "*.parquet"), ["node", "label"], {"node": U64, "label": U64})
+        ids = self._shard_ids(source, shard)
+        kept_id = ids.take(pa.array(nodes.row_of(removed["label"]))).to_numpy(zero_copy_only=False)
+        for key, part in _by_shard(removed["node"], node=removed["node"], kept=kept_id.astype(object)):
+            write_table(self._work("resolved", f"s={_tag(key)}", f"from-{tag}.parquet"),
+                        pa.table({"node": pa.array(part["node"]), "kept_id": pa.array(list(part["kept"]), pa.string()),
+                                  "kept_source": pa.array([source] * len(part["node"]), pa.string())}))
+        return {"in": len(removed["node"])}
+
+    def _finalize(self, task: Task) -> dict:
+        started = time.monotonic()
+        tag = shard_tag(*self.numbers[(task.source, task.shard)])
+        ids = self._shard_ids(task.source, task.shard)
+        members = read_columns(self._work("members", f"s={tag}", "*.parquet"), ["node", "label", "removed"],
+                               {"node": U64, "label": U64, "removed": bool})
+        order = np.argsort(members["node"])
+        rows = nodes.row_of(members["node"][order])
+        write_table(self.run.path(self.name, "clusters", task.source, f"{task.shard}.parquet"),
+                    pa.table({"id": ids.take(pa.array(rows)), "source": pa.array([task.source] * len(rows), pa.string()),
+                              "cluster": pa.array(members["label"][order]), "kept": pa.array(~members["removed"][order])}))
+        resolved = {}
+        for path in fs.glob(self._work("resolved", f"s={tag}", "*.parquet")):
+            with fs.open_input(path) as handle:
+                table = pq.read_table(handle)
+            resolved.update(zip(table.column("node").to_pylist(), zip(table.column("kept_id").to_pylist(),
+                                                                       table.column("kept_source").to_pylist())))
+        gone = sorted(resolved)
+        gone_rows = nodes.row_of(np.array(gone, dtype=U64))
+        reasons = [f"minhash_duplicate_of:{resolved[n][1]}" for n in gone]
+        details = [f"kept {resolved[n][0]} ({resolved[n][1]}); cluster {n_label}" for n, n_label in
+                   zip(gone, _labels_of(members, gone))]
+        counts = self.write_ledger(task, [ids.take(pa.array(gone_rows, pa.int64()))] if gone else [],
+                                   [pa.array(reasons, pa.string())] if gone else [],
+                                   [pa.array(details, pa.string())] if gone else None)
+        n_in = self.run.read_json(self.run.marker(self._minhash().name, task.source, task.shard))["kept"]
+        return self.finish_task(task, started, n_in, counts)
+
+
+def _tag(key: int) -> str:
+    return shard_tag(int(key) >> 28, int(key) & ((1 << 28) - 1))
+
+
+def _by_shard(keys_from: np.ndarray, **columns: np.ndarray):
+    """Group columns by the docs shard of `keys_from` nodes: yields (shard key, {name: rows})."""
+    keys = nodes.shard_key(keys_from)
+    order = np.argsort(keys, kind="stable")
+    keys = keys[order]
+    starts = np.flatnonzero(np.r_[True, keys[1:] != keys[:-1]]) if len(keys) else np.empty(0, np.int64)
+    ends = np.r_[starts[1:], len(keys)]
+    for s, e in zip(starts, ends):
+        rows = order[s:e]
+        yield int(keys[s]), {name: col[rows] for name, col in columns.items()}
+
+
+def _lookup(keys: np.ndarray, values: np.ndarray, wanted: np.ndarray) -> np.ndarray:
+    order = np.argsort(keys, kind="stable")
+    at = np.searchsorted(keys[order], wanted)
+    return values[order][at]
+
+
+def _labels_of(members: dict, wanted: list) -> list:
+    order = np.argsort(members["node"])
+    at = np.searchsorted(members["node"][order], np.array(wanted, dtype=U64))
+    return members["label"][order][at].tolist()
