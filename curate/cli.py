@@ -28,6 +28,18 @@ def _run(args) -> int:
     return 0
 
 
+def _query(args) -> int:
+    from curate.query import connect, describe, query
+
+    if args.describe:
+        print(describe(connect(args.run)))
+        return 0
+    if not args.sql:
+        raise CurateError("curate query RUN \"SQL\" (or --describe to list the tables)")
+    print(query(args.run, args.sql, fmt=args.format, out=args.out, limit=args.limit))
+    return 0
+
+
 def _sample(args) -> int:
     from curate.sample import make_sample
 
@@ -74,6 +86,15 @@ def parser() -> argparse.ArgumentParser:
     r.add_argument("--workers", type=int, metavar="N", help="tasks in flight at once (default: the cluster's CPUs)")
     r.add_argument("--quiet", "-q", action="store_true", help="no progress lines")
     r.set_defaults(func=_run)
+
+    q = sub.add_parser("query", help="SQL (DuckDB) over a run: docs, kept, ledger, signals, clusters")
+    q.add_argument("run", help="run directory (local path or fsspec URI)")
+    q.add_argument("sql", nargs="?", help='e.g. "SELECT stage, reason, count(*) FROM ledger GROUP BY ALL"')
+    q.add_argument("--describe", action="store_true", help="list the tables and their columns")
+    q.add_argument("--format", choices=["table", "csv", "json", "parquet"], default="table")
+    q.add_argument("--out", help="write the result to this file instead of printing it")
+    q.add_argument("--limit", type=int, default=200, help="rows shown in table format (0: all)")
+    q.set_defaults(func=_query)
 
     s = sub.add_parser("sample", help="make the offline sample corpus (all four Zyda-2 sources in native formats)")
     s.add_argument("dir", nargs="?", default=".curate-sample")
