@@ -26,7 +26,7 @@ import dataclasses
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from functools import lru_cache
-from typing import Iterable, Sequence
+from typing import Iterable
 
 import numpy as np
 import pyarrow as pa
@@ -232,15 +232,8 @@ def reference_minhash(text: str | None, spec: MinHashSpec):
     """The datasketch ``MinHash`` our signature of ``text`` must equal (the definition, not a fast path)."""
     from datasketch import MinHash
 
-    a, b = permutations(spec.num_perm, spec.seed, spec.scheme)
     m = MinHash(num_perm=spec.num_perm, seed=spec.seed, scheme=spec.scheme,
                 hashfunc=python_hashfunc(spec.hash, spec.hash_seed))
     shingles = [] if text is None else spec.shingling.shingle_strings(text)
     m.update_batch([s.encode("utf-8") for s in shingles])
     return m
-
-
-def signature_arrays(sigs: Sequence) -> np.ndarray:
-    """Stack datasketch MinHash objects' hashvalues into a (n, num_perm) uint32 array."""
-    return np.stack([np.asarray(m.hashvalues).astype(np.uint32) for m in sigs]) if len(sigs) else \
-        np.zeros((0, 0), dtype=np.uint32)

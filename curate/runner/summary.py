@@ -53,7 +53,9 @@ def render(rows: list[dict]) -> str:
     table = [header]
     for r in rows:
         removed = sum(r["removed"].values())
-        reasons = ", ".join(f"{k} {v:,}" for k, v in sorted(r["removed"].items(), key=lambda kv: -kv[1])) or "-"
+        ranked = sorted(r["removed"].items(), key=lambda kv: (-kv[1], kv[0]))
+        reasons = ", ".join(f"{k} {v:,}" for k, v in ranked[:3]) + (f", +{len(ranked) - 3} more" if len(ranked) > 3 else "")
+        reasons = reasons or "-"
         table.append([r["stage"], r["source"], f"{r['in']:,}", f"{r['kept']:,}", f"{removed:,}", reasons,
                       str(r["tasks"]), f"{r['task_seconds']:.1f}s"])
     widths = [max(len(row[i]) for row in table) for i in range(len(header))]

@@ -2,10 +2,12 @@
 
 from curate.stages.filter import FilterStage
 from curate.stages.ingest import IngestStage
+from curate.stages.signals import SignalsStage
 
 STAGES = {
     "ingest": IngestStage,
     "filter": FilterStage,
+    "signals": SignalsStage,
 }
 
 __all__ = ["STAGES"]

@@ -1,0 +1,100 @@
+"""Tokens/s of HF `tokenizers` encode_batch alone vs curate's tokenize + best-fit pack + Megatron write.
+
+Same texts for every contender: the Dolma sample under /work/shared/data when present, else the
+FineWeb-Edu part of `curate.sample.make_sample(docs=4000)`. Best of --repeat runs after a warm-up.
+
+    python bench/bench_tokenize.py [--tokenizer gpt2] [--seq-len 2049] [--copies 3] [--repeat 3]
+"""
+
+from __future__ import annotations
+
+import argparse
+import glob
+import gzip
+import json
+import os
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from curate.tokens import load_tokenizer, write_shard  # noqa: E402
+
+DOLMA = "/work/shared/data/dolma/formats/*.jsonl.gz"
+
+
+def load_texts(copies: int) -> tuple[list[str], str]:
+    files = sorted(glob.glob(DOLMA))
+    if files:
+        texts = []
+        for path in files:
+            with gzip.open(path, "rt", encoding="utf-8") as f:
+                texts += [json.loads(line)["text"] for line in f]
+        source = f"dolma sample ({len(files)} file)"
+    else:
+        import pyarrow.parquet as pq
+
+        from curate.sample import make_sample
+
+        root = Path(tempfile.mkdtemp(prefix="bench-sample-"))
+        make_sample(root, docs=4000)
+        texts = []
+        for path in sorted(root.glob("fwe/data/*/*.parquet")):
+            texts += [t for t in pq.read_table(path, columns=["text"]).column("text").to_pylist() if t]
+        source = "make_sample(docs=4000) fwe parquet"
+    return texts * copies, source
+
+
+def best_of(repeat: int, fn):
+    fn()  # warm-up: thread pools, page cache
+    times = []
+    for _ in range(repeat):
+        t = time.perf_counter()
+        out = fn()
+        times.append(time.perf_counter() - t)
+    return min(times), out
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--tokenizer", default="gpt2")
+    ap.add_argument("--seq-len", type=int, default=2049)
+    ap.add_argument("--copies", type=int, default=3, help="repeat the corpus to get stable timings")
+    ap.add_argument("--repeat", type=int, default=3)
+    args = ap.parse_args(argv)
+
+    texts, source = load_texts(args.copies)
+    ours = load_tokenizer(args.tokenizer)
+    ours_hf = load_tokenizer(args.tokenizer, backend="hf")
+    direct = ours_hf.hf  # the plain HF `tokenizers` object, used as any script would
+    print(f"texts: {len(texts)} docs, {sum(map(len, texts)) / 1e6:.1f} M chars from {source}; "
+          f"cores: {len(os.sched_getaffinity(0))}; tokenizer: {ours.identity()}")
+
+    t_direct, encs = best_of(args.repeat, lambda: direct.encode_batch(texts))
+    n_tokens = sum(len(e.ids) for e in encs)
+    rows = [("direct tokenizers.encode_batch", t_direct, n_tokens)]
+    with tempfile.TemporaryDirectory() as tmp:
+        for label, tok in ((f"ours [{ours.backend}] tokenize+best_fit+megatron", ours),
+                           ("ours [hf] tokenize+best_fit+megatron", ours_hf)):
+            if label.startswith("ours [hf]") and ours.backend == "hf":
+                continue
+            prefix = os.path.join(tmp, "shard")
+            t, stats = best_of(args.repeat, lambda tok=tok: write_shard(
+                texts, tok, prefix, packing="best_fit", seq_len=args.seq_len, seed=0))
+            assert stats["tokens"] == n_tokens + len(texts), "ids differ from the direct run"
+            rows.append((label, t, n_tokens))
+            print(f"  packing: {stats['sequences']} sequences of <= {args.seq_len}, density {stats['density']:.4f}, "
+                  f"docs split {stats['split_share']:.3%}, {os.path.getsize(prefix + '.bin') / 1e6:.1f} MB .bin")
+    for label, t, n in rows:
+        print(f"{label:48s} {t:7.3f} s  {n / t / 1e6:6.2f} M tokens/s  ratio vs direct {t_direct / t:5.2f}x")
+    best = min(t for _, t, _ in rows[1:])
+    verdict = "PASS" if best <= t_direct * 1.2 else "FAIL"
+    print(f"ours/direct time = {best / t_direct:.2f} (target <= 1.20): {verdict}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

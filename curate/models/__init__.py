@@ -1,0 +1,1 @@
+"""Models loaded once per worker process: language identification, quality and dual-use classifiers."""

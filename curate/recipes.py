@@ -1,0 +1,52 @@
+"""Filter recipes: named SQL predicates over signals and document columns, kept in `filters/<name>.yaml`.
+
+A recipe is `{name, rules: {rule: predicate}}`; a document passes a rule when its predicate is TRUE
+(FALSE or NULL fails it). Recipes are looked up in CURATE_FILTERS (a folder), then in `filters/`
+beside the pipeline's folder, then in `./filters`.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+import yaml
+
+from curate.errors import ConfigError
+
+
+@dataclass(frozen=True)
+class Rule:
+    name: str       # `<recipe>.<rule>`: the reason a failing document is removed with
+    predicate: str
+
+
+def search_path(pipeline_file: str) -> list[Path]:
+    paths = []
+    if os.environ.get("CURATE_FILTERS"):
+        paths.append(Path(os.environ["CURATE_FILTERS"]))
+    paths.append(Path(pipeline_file).resolve().parent.parent / "filters")
+    paths.append(Path.cwd() / "filters")
+    return paths
+
+
+def available(pipeline_file: str) -> list[str]:
+    return sorted({p.stem for d in search_path(pipeline_file) if d.is_dir() for p in d.glob("*.yaml")})
+
+
+def load_recipe(name: str, pipeline_file: str, key: str) -> list[Rule]:
+    for folder in search_path(pipeline_file):
+        path = folder / f"{name}.yaml"
+        if path.is_file():
+            break
+    else:
+        raise ConfigError(pipeline_file, key, f"no filter recipe '{name}'; available: {', '.join(available(pipeline_file)) or 'none'}")
+    try:
+        spec = yaml.safe_load(path.read_text())
+    except yaml.YAMLError as exc:
+        raise ConfigError(str(path), "", f"invalid YAML: {exc}") from None
+    rules = spec.get("rules") if isinstance(spec, dict) else None
+    if not isinstance(rules, dict) or not rules or not all(isinstance(v, str) for v in rules.values()):
+        raise ConfigError(str(path), "rules", "expected a mapping of rule name -> SQL predicate")
+    return [Rule(f"{name}.{rule}", predicate) for rule, predicate in rules.items()]

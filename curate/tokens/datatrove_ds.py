@@ -1,0 +1,116 @@
+"""datatrove's tokenized format, byte-compatible with datatrove 0.10.1's `TokenizedFile`.
+
+- `NAME.ds`: raw ids, little-endian `<H` (token_size 2) or `<I` (token_size 4; vocab > 65536)
+- `NAME.ds.index`: uint64 cumulative document end positions (in tokens)
+- `NAME.ds.loss` (optional): one byte per token, 1 = train on it, 0 = mask
+- `NAME.ds.metadata`: "{tokenizer}|{token_size}\\n{token count}\\n{humanized count}"
+
+datatrove's reader (`DatatroveFolderDataset`) cuts fixed windows of seq_len + 1 tokens from the
+stream and resets positions at index entries; `add_packed` therefore pads every packed sequence
+to exactly the window, masks the padding in `.ds.loss`, and ends a "document" at every chunk.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..io.fs import AtomicWriter, write_bytes
+from .batch import Tokens
+from .pack import Packed
+
+
+def token_size_for(vocab_size: int) -> int:
+    """datatrove's rule: 4 bytes when ids exceed uint16, else 2."""
+    return 4 if vocab_size > np.iinfo(np.uint16).max + 1 else 2
+
+
+def _humanize(count: int) -> str:
+    try:
+        import humanize  # what datatrove itself uses, so the third line is byte-identical
+
+        return humanize.metric(count, unit="T")
+    except ImportError:
+        return f"{count} T"
+
+
+class DsWriter:
+    """Stream documents into `path` (a `.ds` file) with its index, optional loss mask and metadata."""
+
+    def __init__(self, path: str, *, vocab_size: int | None = None, token_size: int | None = None,
+                 tokenizer_name: str | None = None, save_loss: bool = False, save_metadata: bool = True):
+        if token_size is None:
+            if vocab_size is None:
+                raise ValueError("DsWriter needs vocab_size or token_size")
+            token_size = token_size_for(vocab_size)
+        if token_size not in (2, 4):
+            raise ValueError("token_size must be 2 or 4")
+        self.path, self.token_size = path, token_size
+        self.dtype = np.dtype("<u2" if token_size == 2 else "<u4")
+        self.tokenizer_name, self.save_loss, self.save_metadata = tokenizer_name, save_loss, save_metadata
+        self._ends: list[np.ndarray] = []
+        self._written = 0
+        self._files = [AtomicWriter(path)] + ([AtomicWriter(path + ".loss")] if save_loss else [])
+        self._handles = [w.__enter__() for w in self._files]
+        self.closed = False
+
+    def write(self, ids: np.ndarray, doc_lengths, loss: np.ndarray | None = None) -> None:
+        """Append documents: `ids` flat, `doc_lengths` per document, `loss` (bool/uint8 per token) if kept."""
+        doc_lengths = np.asarray(doc_lengths, np.int64)
+        if int(doc_lengths.sum()) != len(ids):
+            raise ValueError("doc_lengths must sum to the number of ids")
+        if len(ids) and (ids.min() < 0 or ids.max() > np.iinfo(self.dtype).max):
+            raise ValueError(f"token ids do not fit token_size {self.token_size}")
+        self._handles[0].write(memoryview(np.ascontiguousarray(ids, dtype=self.dtype)).cast("B"))
+        if self.save_loss:
+            mask = np.ones(len(ids), np.uint8) if loss is None else np.asarray(loss).astype(np.uint8)
+            if len(mask) != len(ids):
+                raise ValueError("loss must have one value per token")
+            self._handles[1].write(memoryview(mask))
+        self._ends.append(self._written + np.cumsum(doc_lengths, dtype=np.int64))
+        self._written += len(ids)
+
+    def write_tokens(self, tokens: Tokens) -> None:
+        self.write(tokens.ids, tokens.lengths)
+
+    def add_packed(self, packed: Packed, pad_id: int) -> None:
+        """Each packed sequence padded to seq_len tokens (read it with datatrove seq_len = this - 1)."""
+        width = packed.packing.seq_len
+        ids, mask = packed.padded(pad_id)
+        seq_lengths = np.diff(packed.offsets)
+        chunk_counts = np.diff(packed.packing.seq_offsets)
+        pad = width - seq_lengths
+        # per sequence: its chunks, then the padding as one masked "document" when there is any
+        pieces = np.concatenate([packed.packing.chunk_lengths, pad[pad > 0]])
+        seq_of = np.concatenate([np.repeat(np.arange(len(packed)), chunk_counts), np.flatnonzero(pad > 0)])
+        pieces = pieces[np.argsort(seq_of, kind="stable")]
+        self.write(ids.reshape(-1), pieces, mask.reshape(-1))
+
+    @property
+    def num_tokens(self) -> int:
+        return self._written
+
+    def close(self) -> None:
+        if self.closed:
+            return
+        self.closed = True
+        for w in self._files:
+            w.__exit__(None, None, None)
+        ends = np.concatenate(self._ends) if self._ends else np.empty(0, np.int64)
+        write_bytes(self.path + ".index", ends.astype("<u8").tobytes())
+        if self.save_metadata:
+            name = self.tokenizer_name or "Unknown Tokenizer|" + str(self.token_size)
+            text = "\n".join([f"{name}|{self.token_size}", str(self._written), _humanize(self._written)])
+            write_bytes(self.path + ".metadata", text.encode())
+
+    def abort(self) -> None:
+        if not self.closed:
+            self.closed = True
+            for w in self._files:
+                w.__exit__(RuntimeError, RuntimeError("aborted"), None)
+
+    def __enter__(self) -> "DsWriter":
+        return self
+
+    def __exit__(self, exc_type, exc, tb):
+        self.close() if exc_type is None else self.abort()
+        return False

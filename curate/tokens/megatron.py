@@ -1,0 +1,165 @@
+"""Megatron-LM / GPT-NeoX indexed datasets: `prefix.bin` (raw ids) + `prefix.idx` (index).
+
+Streaming: ids go to `.bin` as they arrive; only per-sequence lengths and per-document counts
+stay in memory, and `.idx` is written at close (its presence means the pair is complete).
+Layout of `.idx` (little-endian): magic b"MMIDIDX\\x00\\x00", u64 version 1, u8 dtype code,
+u64 N sequences, u64 D document indices, i32[N] lengths, i64[N] byte pointers, i64[D] document
+indices (0, then the running sequence count after each document).
+"""
+
+from __future__ import annotations
+
+import struct
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..io.fs import AtomicWriter, filesystem, write_bytes
+from .batch import Tokens
+from .pack import Packed
+from .tokenizer import megatron_dtype
+
+MAGIC = b"MMIDIDX\x00\x00"
+VERSION = 1
+DTYPE_CODES = {np.uint8: 1, np.int8: 2, np.int16: 3, np.int32: 4, np.int64: 5, np.float64: 6, np.float32: 7,
+               np.uint16: 8}
+CODE_DTYPES = {code: dtype for dtype, code in DTYPE_CODES.items()}
+
+
+class MegatronWriter:
+    """Append sequences (grouped into documents) to `prefix.bin`/`prefix.idx`.
+
+    dtype: explicit numpy dtype, or derived from vocab_size (uint16 below 65500 ids, else int32).
+    """
+
+    def __init__(self, prefix: str, *, vocab_size: int | None = None, dtype=None):
+        if dtype is None:
+            if vocab_size is None:
+                raise ValueError("MegatronWriter needs vocab_size or dtype")
+            dtype = megatron_dtype(vocab_size)
+        self.dtype = np.dtype(dtype).type
+        if self.dtype not in DTYPE_CODES:
+            raise ValueError(f"Megatron has no dtype code for {np.dtype(dtype)}")
+        self.prefix = prefix
+        self._limit = np.iinfo(self.dtype).max if np.issubdtype(self.dtype, np.integer) else None
+        self._lengths: list[np.ndarray] = []
+        self._doc_sizes: list[np.ndarray] = []
+        self._tokens = 0
+        self._atomic = AtomicWriter(prefix + ".bin")
+        self._bin = self._atomic.__enter__()
+        self.closed = False
+
+    def add(self, ids: np.ndarray, lengths, doc_sizes=None) -> None:
+        """Append sequences: `ids` flat, `lengths` per sequence, `doc_sizes` = sequences per document
+        (default: each sequence is its own document, as Megatron's preprocess_data writes them)."""
+        lengths = np.asarray(lengths, np.int64)
+        if int(lengths.sum()) != len(ids):
+            raise ValueError(f"lengths sum to {int(lengths.sum())} but {len(ids)} ids were given")
+        if len(lengths) and lengths.max() > np.iinfo(np.int32).max:
+            raise ValueError("a Megatron sequence holds at most 2**31-1 tokens")
+        if self._limit is not None and len(ids) and (ids.min() < 0 or ids.max() > self._limit):
+            raise ValueError(f"token ids outside the range of {np.dtype(self.dtype)}")
+        doc_sizes = np.ones(len(lengths), np.int64) if doc_sizes is None else np.asarray(doc_sizes, np.int64)
+        if int(doc_sizes.sum()) != len(lengths):
+            raise ValueError("doc_sizes must sum to the number of sequences")
+        self._bin.write(memoryview(np.ascontiguousarray(ids, dtype=np.dtype(self.dtype).newbyteorder("<"))).cast("B"))
+        self._lengths.append(lengths.astype(np.int32))
+        self._doc_sizes.append(doc_sizes)
+        self._tokens += len(ids)
+
+    def add_documents(self, tokens: Tokens) -> None:
+        """Unpacked: one sequence per document (Megatron's GPTDataset concatenates them itself)."""
+        self.add(tokens.ids, tokens.lengths)
+
+    def add_packed(self, packed: Packed, layout: str = "chunks") -> None:
+        """Packed sequences. layout "chunks": every chunk (a document or a piece of one) is a Megatron
+        sequence and every packed sequence a Megatron document, so both the packing and the document
+        boundaries survive (`sequence_lengths` = cu_seqlens). layout "sequences": one Megatron
+        sequence (and document) per packed sequence."""
+        if layout == "chunks":
+            self.add(packed.ids, packed.packing.chunk_lengths, np.diff(packed.packing.seq_offsets))
+        elif layout == "sequences":
+            self.add(packed.ids, np.diff(packed.offsets))
+        else:
+            raise ValueError(f"layout must be chunks or sequences, not {layout!r}")
+
+    @property
+    def num_tokens(self) -> int:
+        return self._tokens
+
+    def close(self) -> None:
+        if self.closed:
+            return
+        self.closed = True
+        self._atomic.__exit__(None, None, None)
+        lengths = np.concatenate(self._lengths) if self._lengths else np.empty(0, np.int32)
+        doc_sizes = np.concatenate(self._doc_sizes) if self._doc_sizes else np.empty(0, np.int64)
+        write_bytes(self.prefix + ".idx", index_bytes(lengths, doc_sizes, self.dtype))
+
+    def abort(self) -> None:
+        """Drop the partial `.bin` (no `.idx` is written)."""
+        if not self.closed:
+            self.closed = True
+            self._atomic.__exit__(RuntimeError, RuntimeError("aborted"), None)
+
+    def __enter__(self) -> "MegatronWriter":
+        return self
+
+    def __exit__(self, exc_type, exc, tb):
+        self.close() if exc_type is None else self.abort()
+        return False
+
+
+def index_bytes(lengths: np.ndarray, doc_sizes: np.ndarray, dtype) -> bytes:
+    """The whole `.idx` file for these sequence lengths and documents."""
+    n = len(lengths)
+    pointers = np.zeros(n, np.int64)
+    if n > 1:
+        np.cumsum(lengths[:-1].astype(np.int64) * np.dtype(dtype).itemsize, out=pointers[1:])
+    doc_index = np.concatenate([[0], np.cumsum(doc_sizes)]).astype("<i8")
+    header = MAGIC + struct.pack("<Q", VERSION) + struct.pack("<B", DTYPE_CODES[np.dtype(dtype).type])
+    header += struct.pack("<Q", n) + struct.pack("<Q", len(doc_index))
+    return b"".join([header, lengths.astype("<i4").tobytes(), pointers.astype("<i8").tobytes(),
+                     doc_index.tobytes()])
+
+
+@dataclass
+class MegatronIndex:
+    """A read `.idx`: enough to slice `.bin` (used by tests and by tools that check outputs)."""
+
+    dtype: type
+    lengths: np.ndarray
+    pointers: np.ndarray
+    document_indices: np.ndarray
+    tokens: np.ndarray  # the whole `.bin` as an array of `dtype`
+
+    def __len__(self) -> int:
+        return len(self.lengths)
+
+    def __getitem__(self, i: int) -> np.ndarray:
+        start = int(self.pointers[i]) // np.dtype(self.dtype).itemsize
+        return self.tokens[start : start + int(self.lengths[i])]
+
+    def document(self, d: int) -> list[np.ndarray]:
+        return [self[i] for i in range(int(self.document_indices[d]), int(self.document_indices[d + 1]))]
+
+
+def read_megatron(prefix: str) -> MegatronIndex:
+    fs, path = filesystem(prefix + ".idx")
+    with fs.open(path, "rb") as f:
+        raw = f.read()
+    if raw[:9] != MAGIC:
+        raise ValueError(f"{prefix}.idx is not a Megatron index (bad magic)")
+    (version,) = struct.unpack_from("<Q", raw, 9)
+    if version != VERSION:
+        raise ValueError(f"{prefix}.idx has version {version}, expected {VERSION}")
+    code = raw[17]
+    n, d = struct.unpack_from("<QQ", raw, 18)
+    lengths = np.frombuffer(raw, "<i4", n, 34)
+    pointers = np.frombuffer(raw, "<i8", n, 34 + 4 * n)
+    docs = np.frombuffer(raw, "<i8", d, 34 + 12 * n)
+    dtype = CODE_DTYPES[code]
+    fs, path = filesystem(prefix + ".bin")
+    with fs.open(path, "rb") as f:
+        tokens = np.frombuffer(f.read(), np.dtype(dtype).newbyteorder("<"))
+    return MegatronIndex(dtype, lengths, pointers, docs, tokens)
