@@ -170,12 +170,8 @@ def _load_words(w, src, base):
 def sha1_32(data, start, length, w, buf):
     """datasketch's ``sha1_hash32``: SHA-1 of ``data[start:start+length]``, first 4 digest bytes read
     little-endian. ``w`` (uint64[80]) and ``buf`` (uint8[128]) are caller-owned scratch: no allocation."""
-    h0, h1, h2, h3, h4 = _H0, _H1, _H2, _H3, _H4
     full = length // 64
-    for blk in range(full):
-        _load_words(w, data, start + blk * 64)
-        h0, h1, h2, h3, h4 = _sha1_block(w, h0, h1, h2, h3, h4)
-    # the tail, 0x80, zeros and the 64-bit big-endian bit length fill one or two more blocks
+    # the tail, 0x80, zeros and the 64-bit big-endian bit length fill one or two more blocks, in buf
     rem = length - full * 64
     src = start + full * 64
     for i in range(rem):
@@ -187,8 +183,12 @@ def sha1_32(data, start, length, w, buf):
     bits = np.uint64(length) << np.uint64(3)
     for i in range(8):
         buf[nb - 1 - i] = np.uint8((bits >> (np.uint64(i) * _U8)) & np.uint64(0xFF))
-    for base in range(0, nb, 64):
-        _load_words(w, buf, base)
+    h0, h1, h2, h3, h4 = _H0, _H1, _H2, _H3, _H4
+    for blk in range(full + nb // 64):
+        if blk < full:
+            _load_words(w, data, start + blk * 64)
+        else:
+            _load_words(w, buf, (blk - full) * 64)
         h0, h1, h2, h3, h4 = _sha1_block(w, h0, h1, h2, h3, h4)
     # digest bytes 0..3 are h0 big-endian; datasketch unpacks them "<I": a byte swap of h0
     return (((h0 & np.uint64(0xFF)) << _U24) | (((h0 >> _U8) & np.uint64(0xFF)) << _U16)

@@ -1,13 +1,17 @@
 """Stages by name: the `use:` of a stage in a pipeline file (default: the stage's own name)."""
 
+from curate.stages.dedup import DedupStage
 from curate.stages.filter import FilterStage
 from curate.stages.ingest import IngestStage
+from curate.stages.minhash import MinhashStage
 from curate.stages.signals import SignalsStage
 
 STAGES = {
     "ingest": IngestStage,
     "filter": FilterStage,
     "signals": SignalsStage,
+    "minhash": MinhashStage,
+    "dedup": DedupStage,
 }
 
 __all__ = ["STAGES"]

@@ -7,6 +7,7 @@ from abc import ABC, abstractmethod
 import time
 from typing import Iterator
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
@@ -90,16 +91,24 @@ class ShardStage(Stage):
                     parts.extend(pq.read_table(handle, columns=["id"]).column("id").chunks)
         return pa.chunked_array(parts, pa.string()).combine_chunks() if parts else pa.array([], pa.string())
 
-    def live_batches(self, task: Task, columns: list[str] | None = None, batch_rows: int | None = None) -> Iterator[pa.Table]:
-        """Stream the shard's documents that are still alive, in batches (memory stays bounded)."""
+    def live_batches(self, task: Task, columns: list[str] | None = None, batch_rows: int | None = None,
+                     with_rows: bool = False) -> Iterator[pa.Table]:
+        """Stream the shard's documents that are still alive, in batches (memory stays bounded).
+
+        `with_rows` adds `_row`, each document's row number in the docs shard file.
+        """
         removed = self.removed_ids(task.source, task.shard)
         path = self.run.docs(task.source, task.shard)
         handle = fs.open_input(path)
         with handle:
             pf = pq.ParquetFile(handle, pre_buffer=False, buffer_size=1 << 20)
             size = batch_rows or self.pipeline.execution["batch_rows"]
+            offset = 0
             for batch in pf.iter_batches(batch_size=size, columns=columns, use_threads=False):
                 table = pa.Table.from_batches([batch])
+                if with_rows:
+                    table = table.append_column("_row", pa.array(np.arange(offset, offset + len(table), dtype=np.int64)))
+                offset += len(table)
                 if len(removed):
                     table = table.filter(pc.invert(pc.is_in(table.column("id"), value_set=removed)))
                 yield table

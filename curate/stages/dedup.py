@@ -62,7 +62,7 @@ class DedupStage(ShardStage):
         return Task(self.name, "_phase", f"{phase}-{key}", f"{phase} partition {key}", payload=(phase, payload))
 
     def _phase_marker(self, task: Task) -> str:
-        return self.run.path("_state", self.name, "_phases", task.shard + ".json")
+        return self.run.path("_state", self.name, "_phases", task.payload[0], task.shard + ".json")
 
     # ---- execution ------------------------------------------------------------------------------
     def execute(self, tasks: list[Task], runner) -> None:

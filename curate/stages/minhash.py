@@ -1,0 +1,129 @@
+"""The minhash stage: signatures and LSH band keys per docs shard, written by hash partition of key.
+
+Output: `RUN/<stage>/bands/p=<partition>/<shard>.parquet` rows (band, key, node, hi) for the dedup
+stage, where `node` says which document (see `curate.dedup.nodes`) and `hi` ranks it within a
+cluster (source priority, then `tie_break`). Before running it prints the S-curve of its bands x rows.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from curate.config.schema import Field
+from curate.dedup import nodes
+from curate.dedup.bands import choose_bands, format_s_curve
+from curate.dedup.layout import shard_numbers, shard_tag, write_columns
+from curate.dedup.presets import PRESETS, get_preset
+from curate.dedup.shuffle import partition_of, split
+from curate.dedup.signatures import MinHasher, MinHashSpec
+from curate.errors import ConfigError
+from curate.runner.tasks import Task
+from curate.stages.base import ShardStage
+
+log = logging.getLogger("curate")
+U64 = np.uint64
+
+
+def rank_key(values: pa.Array) -> np.ndarray:
+    """uint32 where smaller means a higher value (nulls last): order-preserving float bits, inverted."""
+    x = pc.fill_null(values.cast(pa.float32()), float("-inf")).to_numpy(zero_copy_only=False).astype(np.float32)
+    bits = x.view(np.uint32)
+    ascending = np.where(bits & np.uint32(0x80000000), ~bits, bits | np.uint32(0x80000000))
+    return (np.uint32(0xFFFFFFFF) - ascending).astype(np.uint64)
+
+
+class MinhashStage(ShardStage):
+    OPTIONS = {
+        "preset": Field((str,), default="zyda2", choices=sorted(PRESETS)),
+        "unit": Field((str,), default=None, nullable=True, choices=["char", "word"]),
+        "n": Field((int,), default=None, nullable=True, min=1, doc="shingle size"),
+        "normalize": Field((list,), default=None, nullable=True, item=Field((str,))),
+        "num_perm": Field((int,), default=None, nullable=True, min=1),
+        "seed": Field((int,), default=None, nullable=True, min=0),
+        "hash": Field((str,), default=None, nullable=True, choices=["poly64", "murmur3", "sha1"],
+                      doc="shingle hash; sha1 gives datasketch-identical signatures"),
+        "bands": Field((int,), default=None, nullable=True, min=1),
+        "rows": Field((int,), default=None, nullable=True, min=1),
+        "threshold": Field((float,), default=None, nullable=True, min=0.0, max=1.0,
+                           doc="choose bands x rows for this Jaccard threshold (datasketch's optimiser)"),
+        "partitions": Field((int,), default=16, min=1, doc="hash partitions of band keys for the dedup stage"),
+        "tie_break": Field((str,), default="first",
+                           doc="which document of a source a dedup `all` policy keeps: first, longer, or a numeric column (higher wins)"),
+        "threads": Field((int,), default=1, min=1, doc="threads per task for the signature kernel"),
+    }
+
+    @classmethod
+    def validate_options(cls, options, sources, file, key):
+        try:
+            cls.spec_of(options)
+        except ValueError as exc:
+            raise ConfigError(file, key, str(exc)) from None
+        if len(sources) > nodes.MAX_SOURCES:
+            raise ConfigError(file, key, f"at most {nodes.MAX_SOURCES} sources can be deduplicated together")
+
+    @staticmethod
+    def spec_of(options: dict) -> MinHashSpec:
+        changes = {k: options[k] for k in ("unit", "n", "num_perm", "seed", "hash") if options[k] is not None}
+        if options["normalize"] is not None:
+            changes["normalize"] = tuple(options["normalize"])
+        spec = get_preset(options["preset"], **changes)
+        if options["threshold"] is not None:
+            bands, rows = choose_bands(options["threshold"], spec.num_perm)
+            spec = spec.replace(bands=bands, rows=rows)
+        if options["bands"] is not None or options["rows"] is not None:
+            spec = spec.replace(bands=options["bands"] or spec.bands, rows=options["rows"] or spec.rows)
+        return spec
+
+    def owned_paths(self) -> list[str]:
+        return [self.run.path(self.name), *super().owned_paths()]
+
+    def bands_root(self) -> str:
+        return self.run.path(self.name, "bands")
+
+    def execute(self, tasks: list[Task], runner) -> None:
+        spec = self.spec_of(self.options)
+        log.info("%s: %s shingles (n=%d), %d permutations, %d bands x %d rows\n%s", self.name, spec.shingling.unit,
+                 spec.shingling.n, spec.num_perm, spec.bands, spec.rows, format_s_curve(spec.bands, spec.rows, num_perm=spec.num_perm))
+        self.numbers = shard_numbers(tasks, self.pipeline.priority)
+        super().execute(tasks, runner)
+
+    def run_task(self, task: Task) -> dict:
+        started = time.monotonic()
+        spec = self.spec_of(self.options)
+        hasher = MinHasher(spec, threads=self.options["threads"])
+        priority, index = self.numbers[(task.source, task.shard)]
+        tie = self.options["tie_break"]
+        columns = ["id", "text"] + ([tie] if tie not in ("first", "longer") else [])
+        n_in, parts = 0, []
+        for table in self.live_batches(task, columns=columns, with_rows=True):
+            n_in += table.num_rows
+            if not table.num_rows:
+                continue
+            texts = table.column("text").combine_chunks()
+            signatures = hasher(texts)
+            keys = hasher.band_keys(signatures)[signatures.valid]
+            node = nodes.pack(priority, index, table.column("_row").to_numpy()[signatures.valid])
+            hi = (U64(priority) << U64(32)) | self._tie_rank(table, texts)[signatures.valid]
+            b = keys.shape[1]
+            parts.append((np.tile(np.arange(b, dtype=np.uint16), len(node)), keys.reshape(-1),
+                          np.repeat(node, b), np.repeat(hi, b)))
+        band, key, node, hi = (np.concatenate(c) if parts else np.empty(0, t) for c, t in
+                               zip(zip(*parts) if parts else [[], [], [], []], (np.uint16, U64, U64, U64)))
+        tag = shard_tag(priority, index)
+        for p, part in split(partition_of(key, self.options["partitions"]), self.options["partitions"],
+                             band=band, key=key, node=node, hi=hi):
+            write_columns(self.run.path(self.name, "bands", f"p={p:05d}", f"{tag}.parquet"), **part)
+        return self.finish_task(task, started, n_in, {})
+
+    def _tie_rank(self, table: pa.Table, texts: pa.Array) -> np.ndarray:
+        tie = self.options["tie_break"]
+        if tie == "first":
+            return np.zeros(table.num_rows, U64)
+        if tie == "longer":
+            return rank_key(pc.utf8_length(texts))
+        return rank_key(table.column(tie).combine_chunks())
