@@ -135,6 +135,17 @@ def test_trained_tokenizer_guesses_specials(tmp_path):
         load_tokenizer(str(tmp_path / "tiny.json"), eos_token="<|nope|>")
 
 
+def test_hub_name_uses_hub_download(tmp_path, monkeypatch, gpt2_hf):
+    hub = pytest.importorskip("huggingface_hub")
+    cached = tmp_path / "snapshots" / "abc123" / "tokenizer.json"
+    cached.parent.mkdir(parents=True)
+    gpt2_hf.hf.save(str(cached))
+    monkeypatch.setattr(hub, "hf_hub_download", lambda repo, filename: str(cached))  # a warm cache, no network
+    tok = load_tokenizer("some-org/some-tokenizer")
+    assert tok.name == "some-org/some-tokenizer" and tok.identity().startswith("some-org/some-tokenizer@sha256:")
+    assert tok.encode("Hello world").tolist() == [15496, 995]
+
+
 def test_hub_name_offline_is_a_clear_error(tmp_path, monkeypatch):
     pytest.importorskip("tokenizers")
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")

@@ -42,18 +42,19 @@ _CONT = np.uint8(0x80)
 
 
 @njit(inline="always", cache=True)
-def _hash(data, st, p, pst, pp, kind, seed, pw, w, buf):
-    """Hash of the shingle ``data[st:p]``; ``pst``/``pp`` are the poly64 prefixes at ``st`` and ``p``."""
+def _emit(kind, seed, pw, st, p, pst, pp, m, hs, starts, ends):
+    """Record shingle ``m`` = bytes ``[st, p)``: its poly64 value now (O(1) from the prefixes ``pst`` at
+    ``st`` and ``pp`` at ``p``), or its bounds for the byte-wise hashes, computed in a second loop."""
     if kind == HASH_POLY64:
-        return poly64_finish(pp - pst * pw[p - st], seed)
-    if kind == HASH_MURMUR3:
-        return murmur3_32(data, st, p - st, seed)
-    return sha1_32(data, st, p - st, w, buf)
+        hs[m] = poly64_finish(pp - pst * pw[p - st], seed)
+    else:
+        starts[m] = st
+        ends[m] = p
 
 
 @njit(cache=True, nogil=True)
-def _char_shingles(data, s, e, n, whole, kind, seed, pw, w, buf, ring, ringp, hs):
-    """Hashes of the code-point n-grams of ``data[s:e]`` into ``hs``; returns how many."""
+def _char_shingles(data, s, e, n, whole, kind, seed, pw, ring, ringp, hs, starts, ends):
+    """The code-point n-grams of ``data[s:e]`` (see ``_emit``); returns how many."""
     cnt = 0      # code points seen so far
     slot = 0     # ring slot of code point (cnt - n): where the next shingle starts once cnt >= n
     m = 0
@@ -62,7 +63,7 @@ def _char_shingles(data, s, e, n, whole, kind, seed, pw, w, buf, ring, ringp, hs
         x = data[p]
         if (x & _CONT_MASK) != _CONT:  # a lead byte: code point `cnt` starts at p
             if cnt >= n:
-                hs[m] = _hash(data, ring[slot], p, ringp[slot], pref, kind, seed, pw, w, buf)
+                _emit(kind, seed, pw, ring[slot], p, ringp[slot], pref, m, hs, starts, ends)
                 m += 1
             ring[slot] = p
             ringp[slot] = pref
@@ -72,17 +73,17 @@ def _char_shingles(data, s, e, n, whole, kind, seed, pw, w, buf, ring, ringp, hs
             cnt += 1
         pref = pref * POLY_BASE + np.uint64(x) + _U1
     if cnt >= n:
-        hs[m] = _hash(data, ring[slot], e, ringp[slot], pref, kind, seed, pw, w, buf)
+        _emit(kind, seed, pw, ring[slot], e, ringp[slot], pref, m, hs, starts, ends)
         m += 1
     elif cnt > 0 and whole:
-        hs[m] = _hash(data, s, e, np.uint64(0), pref, kind, seed, pw, w, buf)
+        _emit(kind, seed, pw, s, e, np.uint64(0), pref, m, hs, starts, ends)
         m += 1
     return m
 
 
 @njit(cache=True, nogil=True)
-def _word_shingles(data, s, e, n, whole, kind, seed, pw, w, buf, ring, ringp, hs):
-    """Hashes of the word n-grams of ``data[s:e]``, words separated by single spaces; returns how many.
+def _word_shingles(data, s, e, n, whole, kind, seed, pw, ring, ringp, hs, starts, ends):
+    """The word n-grams of ``data[s:e]``, words separated by single spaces; returns how many.
 
     A shingle of words i..i+n-1 is the bytes from the start of word i to the end of word i+n-1, which is
     ``" ".join(words[i:i+n])`` because the text is the tokens joined by one space.
@@ -103,7 +104,7 @@ def _word_shingles(data, s, e, n, whole, kind, seed, pw, w, buf, ring, ringp, hs
                     slot = 0
                 cnt += 1
                 if cnt >= n:
-                    hs[m] = _hash(data, ring[slot], p, ringp[slot], pref, kind, seed, pw, w, buf)
+                    _emit(kind, seed, pw, ring[slot], p, ringp[slot], pref, m, hs, starts, ends)
                     m += 1
             ws = p + 1
             if p < e:
@@ -112,9 +113,20 @@ def _word_shingles(data, s, e, n, whole, kind, seed, pw, w, buf, ring, ringp, hs
         else:
             pref = pref * POLY_BASE + np.uint64(data[p]) + _U1
     if 0 < cnt < n and whole:
-        hs[m] = _hash(data, s, e, np.uint64(0), pref, kind, seed, pw, w, buf)
+        _emit(kind, seed, pw, s, e, np.uint64(0), pref, m, hs, starts, ends)
         m += 1
     return m
+
+
+@njit(cache=True, nogil=True)
+def _hash_bounds(data, m, kind, seed, starts, ends, w, buf, hs):
+    """The byte-wise hashes (sha1, murmur3) of the recorded shingles."""
+    if kind == HASH_SHA1:
+        for i in range(m):
+            hs[i] = sha1_32(data, starts[i], ends[i] - starts[i], w, buf)
+    elif kind == HASH_MURMUR3:
+        for i in range(m):
+            hs[i] = murmur3_32(data, starts[i], ends[i] - starts[i], seed)
 
 
 @njit(cache=True, nogil=True)
@@ -163,6 +175,9 @@ def signatures_range(data, offsets, nulls, lo, hi, word, n, whole, kind, seed, l
     ringp = np.zeros(max(n, 1), dtype=np.uint64)
     w = np.zeros(80, dtype=np.uint64)
     buf = np.zeros(128, dtype=np.uint8)
+    nb = 1 if kind == HASH_POLY64 else longest + 1
+    starts = np.empty(nb, dtype=np.int64)
+    ends = np.empty(nb, dtype=np.int64)
     # powers of the poly64 base up to the longest shingle: 4n bytes for n code points, a whole doc for words
     npw = 1
     if kind == HASH_POLY64:
@@ -178,9 +193,10 @@ def signatures_range(data, offsets, nulls, lo, hi, word, n, whole, kind, seed, l
         if has_nulls and nulls[d]:
             e = s
         if word:
-            m = _word_shingles(data, s, e, n, whole, kind, seed, pw, w, buf, ring, ringp, hs)
+            m = _word_shingles(data, s, e, n, whole, kind, seed, pw, ring, ringp, hs, starts, ends)
         else:
-            m = _char_shingles(data, s, e, n, whole, kind, seed, pw, w, buf, ring, ringp, hs)
+            m = _char_shingles(data, s, e, n, whole, kind, seed, pw, ring, ringp, hs, starts, ends)
+        _hash_bounds(data, m, kind, seed, starts, ends, w, buf, hs)
         counts[d] = m
         if legacy:
             _minima_legacy(hs, m, a, b, out, d)

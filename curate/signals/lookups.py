@@ -17,7 +17,7 @@ from . import raw_kernel, words_kernel
 
 class StopWordTable(NamedTuple):
     slots: np.ndarray
-    hashes: np.ndarray
+    keys: np.ndarray
     data: np.ndarray  # UTF-8 bytes of the words, concatenated
     off: np.ndarray
     max_len: int  # longest word in bytes: longer tokens are not looked up
@@ -40,8 +40,9 @@ def stop_word_table(words: frozenset[str]) -> StopWordTable:
     off = np.zeros(len(encoded) + 1, np.int64)
     off[1:] = np.cumsum([len(b) for b in encoded])
     data = np.frombuffer(b"".join(encoded), np.uint8).copy() if encoded else np.zeros(1, np.uint8)
-    slots, hashes, max_len = raw_kernel.build_word_set(data, off)
-    return StopWordTable(slots, hashes, data, off, int(max_len))
+    slots, keys = raw_kernel.build_word_set(data, off)
+    max_len = max((len(b) for b in encoded), default=0)
+    return StopWordTable(slots, keys, data, off, max_len)
 
 
 @lru_cache(maxsize=16)

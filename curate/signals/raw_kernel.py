@@ -36,60 +36,73 @@ _NDOC = len(DOC_FIELDS)
 _BULLETS = (0x2022, 0x2023, 0x25B6, 0x25C0, 0x25E6, 0x25A0, 0x25A1, 0x25AA, 0x25AB, 0x2013)
 
 _U64 = np.uint64
-_FNV_OFFSET = _U64(0xCBF29CE484222325)
-_FNV_PRIME = _U64(0x100000001B3)
 
 
 @nb.njit(cache=True, inline="always")
-def _hash_bytes(data, start, end):
-    h = _FNV_OFFSET
-    for i in range(start, end):
-        h = (h ^ _U64(data[i])) * _FNV_PRIME
+def _pack(data, start, end):
+    """Length and first 16 bytes of ``data[start:end]`` as two little-endian
+    integers: an exact key for short byte strings, no hashing loop needed."""
+    k0 = _U64(0)
+    k1 = _U64(0)
+    n = min(end - start, 16)
+    for t in range(min(n, 8)):
+        k0 |= _U64(data[start + t]) << _U64(8 * t)
+    for t in range(8, n):
+        k1 |= _U64(data[start + t]) << _U64(8 * (t - 8))
+    return k0, k1
+
+
+@nb.njit(cache=True, inline="always")
+def _slot(k0, k1, length, mask):
+    h = k0 ^ (k1 * _U64(0x9E3779B97F4A7C15)) ^ (_U64(length) * _U64(0xC2B2AE3D27D4EB4F))
     h ^= h >> _U64(33)
     h *= _U64(0xFF51AFD7ED558CCD)
-    h ^= h >> _U64(33)
-    return h
+    h ^= h >> _U64(29)
+    return np.int64(h & _U64(mask))
 
 
 @nb.njit(cache=True)
 def build_word_set(data, offsets):
-    """Open-addressing table over byte strings ``data[offsets[k]:offsets[k+1]]``."""
+    """Open-addressing table over byte strings ``data[offsets[k]:offsets[k+1]]``.
+
+    Returns (slots, keys) where ``keys[k] = (first 8 bytes, next 8 bytes)``;
+    strings longer than 16 bytes are also compared byte by byte on a hit.
+    """
     n = len(offsets) - 1
     size = 16
     while size < 4 * n:
         size *= 2
     slots = np.full(size, -1, np.int64)
-    hashes = np.zeros(max(n, 1), np.uint64)
-    max_len = 0
+    keys = np.zeros((max(n, 1), 2), np.uint64)
     for k in range(n):
         s, e = offsets[k], offsets[k + 1]
-        max_len = max(max_len, e - s)
-        h = _hash_bytes(data, s, e)
-        hashes[k] = h
-        j = np.int64(h & _U64(size - 1))
+        k0, k1 = _pack(data, s, e)
+        keys[k, 0] = k0
+        keys[k, 1] = k1
+        j = _slot(k0, k1, e - s, size - 1)
         while slots[j] >= 0:
             j = (j + 1) & (size - 1)
         slots[j] = k
-    return slots, hashes, max_len
+    return slots, keys
 
 
 @nb.njit(cache=True, inline="always")
-def _in_word_set(text, s, e, slots, hashes, set_data, set_off):
-    h = _hash_bytes(text, s, e)
-    size = len(slots)
-    j = np.int64(h & _U64(size - 1))
+def _in_word_set(text, s, e, slots, keys, set_data, set_off):
+    k0, k1 = _pack(text, s, e)
+    mask = len(slots) - 1
+    j = _slot(k0, k1, e - s, mask)
     while slots[j] >= 0:
         k = slots[j]
-        if hashes[k] == h and set_off[k + 1] - set_off[k] == e - s:
+        if keys[k, 0] == k0 and keys[k, 1] == k1 and set_off[k + 1] - set_off[k] == e - s:
             base = set_off[k]
             same = True
-            for i in range(e - s):
+            for i in range(16, e - s):
                 if set_data[base + i] != text[s + i]:
                     same = False
                     break
             if same:
                 return True
-        j = (j + 1) & (size - 1)
+        j = (j + 1) & mask
     return False
 
 
@@ -119,7 +132,7 @@ def _is_bullet(cp):
 
 
 @nb.njit(cache=True)
-def _one_doc(data, start, end, flags, sw_slots, sw_hashes, sw_data, sw_off, sw_max,
+def _one_doc(data, start, end, flags, sw_slots, sw_keys, sw_data, sw_off, sw_max,
              doc, line0, upper_cnt, line_len, terminal, bullet):
     n_chars = 0
     n_words = 0
@@ -169,7 +182,7 @@ def _one_doc(data, start, end, flags, sw_slots, sw_hashes, sw_data, sw_off, sw_m
                     n_alpha += 1
                 if (tok_first_upper if tok_len == 1 else (tok_cased and not tok_kill)):
                     n_caps += 1
-                if p - tok_start <= sw_max and _in_word_set(data, tok_start, p, sw_slots, sw_hashes, sw_data, sw_off):
+                if p - tok_start <= sw_max and _in_word_set(data, tok_start, p, sw_slots, sw_keys, sw_data, sw_off):
                     n_stop += 1
             tok = ctype
             tok_start = p
@@ -286,7 +299,7 @@ def scan_docs(data, starts, ends):
 
 
 @nb.njit(cache=True, nogil=True)
-def raw_pass(data, starts, ends, line_off, flags, sw_slots, sw_hashes, sw_data, sw_off, sw_max):
+def raw_pass(data, starts, ends, line_off, flags, sw_slots, sw_keys, sw_data, sw_off, sw_max):
     """Counts for documents ``data[starts[i]:ends[i]]``.
 
     ``line_off`` (len n+1) gives where each document's lines go in the per-line
@@ -300,6 +313,6 @@ def raw_pass(data, starts, ends, line_off, flags, sw_slots, sw_hashes, sw_data, 
     terminal = np.zeros(total, np.bool_)
     bullet = np.zeros(total, np.bool_)
     for i in range(n):
-        _one_doc(data, starts[i], ends[i], flags, sw_slots, sw_hashes, sw_data, sw_off, sw_max,
+        _one_doc(data, starts[i], ends[i], flags, sw_slots, sw_keys, sw_data, sw_off, sw_max,
                  doc[i], line_off[i], upper_cnt, line_len, terminal, bullet)
     return doc, upper_cnt, line_len, terminal, bullet

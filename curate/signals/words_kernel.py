@@ -209,28 +209,24 @@ def _intern(buf, w_start, w_len, w_hash, n_words, slots, ids, counts, rep):
 
 
 @nb.njit(cache=True)
-def _ngram_level(n, n_words, ids, n_ids, cls_prev, dup_prev, cls_new, dup_new, cnt, first,
-                 keys, vals):
-    """Intern the n-grams at candidate positions; returns the number of classes.
+def _ngram_level(n, ids, n_ids, pos_prev, k_prev, cls_prev, cls_new, cand, cnt, first, keys, vals, pos_new):
+    """Intern the n-grams that may repeat; returns (classes, repeated positions).
 
-    Key of the n-gram at ``i``: ``cls_prev[i] * n_ids + ids[i+n-1]``, exact and
-    unique because word ids are below ``n_ids``.
+    ``pos_prev[:k_prev]`` lists, ascending, the positions whose (n-1)-gram
+    repeats; an n-gram can only repeat where the (n-1)-grams at ``i`` and
+    ``i+1`` both do. Its key ``cls_prev[i] * n_ids + ids[i+n-1]`` is exact
+    (word ids are below ``n_ids``). Classes are numbered in first-occurrence
+    order; ``pos_new`` receives the positions whose n-gram repeats.
     """
-    m = n_words - n + 1
-    n_cand = 0
-    for i in range(m):
-        if dup_prev[i] and dup_prev[i + 1]:
-            n_cand += 1
-    if n_cand == 0:
-        return 0
-    size = _pow2_at_least(2 * n_cand)
+    size = _pow2_at_least(2 * k_prev)
     mask = size - 1
     keys[:size] = -1
     n_cls = 0
+    n_cand = 0
     width = np.int64(n_ids)
-    for i in range(m):
-        if not (dup_prev[i] and dup_prev[i + 1]):
-            cls_new[i] = -1
+    for k in range(k_prev - 1):
+        i = pos_prev[k]
+        if pos_prev[k + 1] != i + 1:
             continue
         key = np.int64(cls_prev[i]) * width + ids[i + n - 1]
         j = np.int64(_mix(_U64(key)) & _U64(mask))
@@ -249,16 +245,21 @@ def _ngram_level(n, n_words, ids, n_ids, cls_prev, dup_prev, cls_new, dup_new, c
                 cls_new[i] = c
                 break
             j = (j + 1) & mask
-    for i in range(m):
-        c = cls_new[i]
-        dup_new[i] = c >= 0 and cnt[c] >= 2
-    return n_cls
+        cand[n_cand] = i
+        n_cand += 1
+    k_new = 0
+    for k in range(n_cand):
+        i = cand[k]
+        if cnt[cls_new[i]] >= 2:
+            pos_new[k_new] = i
+            k_new += 1
+    return n_cls, k_new
 
 
 @nb.njit(cache=True)
 def _one_doc(buf, n_cp, flags, ph_slots, ph_hash, fw_slots, fw_hash, fw_mask, ph_off, ph_cps, ph_woff,
              doc, line0, n_lines, line_words, line_chars, line_numeric, line_js, s):
-    (w_start, w_len, w_hash, ids, counts, rep, slots, cls_a, cls_b, dup_a, dup_b, cnt, first,
+    (w_start, w_len, w_hash, ids, counts, rep, slots, cls_a, cls_b, pos_a, pos_b, cand, cnt, first,
      keys, vals) = s
     # --- words and their lines
     n_words = 0
@@ -344,22 +345,22 @@ def _one_doc(buf, n_cp, flags, ph_slots, ph_hash, fw_slots, fw_hash, fw_mask, ph
                             break
                     j = (j + 1) & pmask
     doc[4] = hits
-    # --- repetition: level 1 = words
+    # --- repetition: level 1 = words, then n-grams for n = 2..10
+    k_a = 0
     for w in range(n_words):
         cls_a[w] = ids[w]
-        dup_a[w] = counts[ids[w]] >= 2
+        if counts[ids[w]] >= 2:
+            pos_a[k_a] = w
+            k_a += 1
     for n in range(2, 11):
-        if n_words < n:
+        if n_words < n or k_a < 2:
             break
-        n_cls = _ngram_level(n, n_words, ids, n_ids, cls_a, dup_a, cls_b, dup_b, cnt, first, keys, vals)
-        if n_cls == 0:
-            break
-        m = n_words - n + 1
+        n_cls, k_b = _ngram_level(n, ids, n_ids, pos_a, k_a, cls_a, cls_b, cand, cnt, first, keys, vals, pos_b)
         if n <= 4:
             best = -1
             best_cnt = 1
             for c in range(n_cls):
-                if cnt[c] > best_cnt:
+                if cnt[c] > best_cnt:  # strict: the earliest of equal counts wins
                     best_cnt = cnt[c]
                     best = c
             if best >= 0:
@@ -370,14 +371,15 @@ def _one_doc(buf, n_cp, flags, ph_slots, ph_hash, fw_slots, fw_hash, fw_mask, ph
         else:
             covered_until = 0
             duped = 0
-            for i in range(m):
-                if dup_b[i]:
-                    for t in range(max(i, covered_until), i + n):
-                        duped += w_len[t]
-                    covered_until = i + n
+            for k in range(k_b):
+                i = pos_b[k]
+                for t in range(max(i, covered_until), i + n):
+                    duped += w_len[t]
+                covered_until = i + n
             doc[_DUPE0 + n - 5] = duped
         cls_a, cls_b = cls_b, cls_a
-        dup_a, dup_b = dup_b, dup_a
+        pos_a, pos_b = pos_b, pos_a
+        k_a = k_b
 
 
 @nb.njit(cache=True, nogil=True)
@@ -409,8 +411,12 @@ def words_pass(data, starts, ends, py_cps, py_start, py_end, line_off, flags, nf
     s = (np.empty(wmax, np.int32), np.empty(wmax, np.int32), np.empty(wmax, np.uint64),
          np.empty(wmax, np.int32), np.empty(wmax, np.int32), np.empty(wmax, np.int32),
          np.empty(tsize, np.int32), np.empty(wmax, np.int32), np.empty(wmax, np.int32),
-         np.empty(wmax, np.bool_), np.empty(wmax, np.bool_), np.empty(wmax, np.int32),
-         np.empty(wmax, np.int32), np.empty(tsize, np.int64), np.empty(tsize, np.int32))
+         np.empty(wmax, np.int32), np.empty(wmax, np.int32), np.empty(wmax, np.int32),
+         np.empty(wmax, np.int32), np.empty(wmax, np.int32), np.empty(tsize, np.int64),
+         np.empty(tsize, np.int32))
+    # entropy terms depend only on (count, n_words): computed once per count
+    term = np.zeros(wmax + 1, np.float64)
+    term_doc = np.full(wmax + 1, -1, np.int64)
     for i in range(n):
         if py_start[i] >= 0:
             n_cp = py_end[i] - py_start[i]
@@ -427,6 +433,9 @@ def words_pass(data, starts, ends, py_cps, py_start, py_end, line_off, flags, nf
             e = 0.0
             for c in range(doc[i, 2]):
                 x = counts[c]
-                e += -x / n_words * np.log(x / n_words)
+                if term_doc[x] != i:
+                    term[x] = -x / n_words * np.log(x / n_words)
+                    term_doc[x] = i
+                e += term[x]
             entropy[i] = e
     return doc, entropy, line_words, line_chars, line_numeric, line_js

@@ -48,6 +48,7 @@ class TextTokenizer:
         self.vocab_size = int(hf.get_vocab_size(with_added_tokens=True))
         self._options = dict(eos_token=eos_token, bos_token=bos_token)
         self.fast = fast
+        self.requested_backend = "auto"
         self._first_batch_checked = fast is None
 
     def _special(self, token, candidates, what) -> int | None:
@@ -107,7 +108,7 @@ class TextTokenizer:
 
     def __reduce__(self):
         # Ray ships the spec, not the Rust objects; each worker rebuilds (and re-verifies) its own
-        return (_rebuild, (self.spec, self._options, self.backend, getattr(self.fast, "num_threads", None)))
+        return (_rebuild, (self.spec, self._options, self.requested_backend, getattr(self.fast, "num_threads", None)))
 
     def __repr__(self) -> str:
         return f"TextTokenizer({self.identity()}, vocab={self.vocab_size}, eos={self.eos_id}, backend={self.backend})"
@@ -131,7 +132,7 @@ def _sha256_file(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
-def _from_path(path: Path, spec: str, **options) -> TextTokenizer:
+def _from_path(path: Path, spec: str, name: str | None = None, **options) -> TextTokenizer:
     from tokenizers import Tokenizer
 
     if path.is_dir():
@@ -142,7 +143,8 @@ def _from_path(path: Path, spec: str, **options) -> TextTokenizer:
         hf = Tokenizer.from_file(str(path))
     except Exception as exc:  # noqa: BLE001 - the Rust error text is what the user needs
         raise CurateError(f"cannot load tokenizer {path}: {exc}") from None
-    name = path.parent.name if path.name == "tokenizer.json" and path.parent.name else path.stem
+    if name is None:
+        name = path.parent.name if path.name == "tokenizer.json" and path.parent.name else path.stem
     return TextTokenizer(hf, name, _sha256_file(path), spec, **options)
 
 
@@ -153,7 +155,7 @@ def _from_hub(spec: str, **options) -> TextTokenizer:
         hf_hub_download = None
     try:
         if hf_hub_download is not None:
-            return _from_path(Path(hf_hub_download(spec, "tokenizer.json")), spec, **options)
+            return _from_path(Path(hf_hub_download(spec, "tokenizer.json")), spec, name=spec, **options)
         from tokenizers import Tokenizer
 
         hf = Tokenizer.from_pretrained(spec)
@@ -181,13 +183,17 @@ def load_tokenizer(spec: str, *, eos_token: str | None = None, bos_token: str | 
         raise CurateError(f"tokenizer backend must be auto, hf or tiktoken, not {backend!r}")
     _require_tokenizers()
     options = dict(eos_token=eos_token, bos_token=bos_token)
+    tok = _load(spec, backend, num_threads, options)
+    tok.requested_backend = backend
+    return tok
+
+
+def _load(spec: str, backend: str, num_threads: int | None, options: dict) -> TextTokenizer:
     path = Path(spec).expanduser()
     if spec == "gpt2" and not path.exists():
         from . import gpt2
 
-        tok = TextTokenizer(gpt2.build_hf(), "gpt2", gpt2.digest(), spec, **options)
-        if tok.bos_id == tok.eos_id and bos_token is None:
-            tok.bos_id = None  # GPT-2 has no BOS of its own; <|endoftext|> is only the separator
+        tok = TextTokenizer(gpt2.build_hf(), "gpt2", gpt2.digest(), spec, **options)  # no BOS of its own
         if backend != "hf":
             tok.fast = _fast_gpt2(tok, backend, num_threads)
             tok._first_batch_checked = tok.fast is None
