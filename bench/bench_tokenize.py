@@ -39,11 +39,12 @@ def load_texts(copies: int) -> tuple[list[str], str]:
 
         from curate.sample import make_sample
 
-        root = Path(tempfile.mkdtemp(prefix="bench-sample-"))
-        make_sample(root, docs=4000)
         texts = []
-        for path in sorted(root.glob("fwe/data/*/*.parquet")):
-            texts += [t for t in pq.read_table(path, columns=["text"]).column("text").to_pylist() if t]
+        with tempfile.TemporaryDirectory(prefix="bench-sample-") as tmp:
+            root = Path(tmp) / "corpus"
+            make_sample(root, docs=4000)
+            for path in sorted(root.glob("fwe/data/*/*.parquet")):
+                texts += [t for t in pq.read_table(path, columns=["text"]).column("text").to_pylist() if t]
         source = "make_sample(docs=4000) fwe parquet"
     return texts * copies, source
 

@@ -28,7 +28,7 @@ from curate.dedup import (
     compute_signatures,
     format_s_curve,
     get_preset,
-    permutations,
+    permutation_params,
     python_hashfunc,
     reference_minhash,
     rpv2_bands,
@@ -100,7 +100,7 @@ def datasketch_signature(text: str, spec, batch: bool = False) -> np.ndarray:
 
 def test_shingle_hashes_match_references():
     rng = random.Random(1)
-    w = np.zeros(80, np.uint64)
+    w = np.zeros(16, np.uint64)
     buf = np.zeros(128, np.uint8)
     lengths = list(range(0, 140)) + [rng.randrange(140, 700) for _ in range(20)]
     for n in lengths:
@@ -120,7 +120,7 @@ def test_shingle_hashes_match_references():
 @pytest.mark.parametrize("scheme", ["legacy", "affine32"])
 def test_permutations_equal_datasketch(scheme):
     for num_perm, seed in [(128, 1), (128, 10), (128, 42), (112, 1), (7, 123)]:
-        a, b = permutations(num_perm, seed, scheme)
+        a, b = permutation_params(num_perm, seed, scheme)
         da, db = MinHash(num_perm=num_perm, seed=seed, scheme=scheme).permutations
         assert np.array_equal(a, np.asarray(da, dtype=np.uint64))
         assert np.array_equal(b, np.asarray(db, dtype=np.uint64))
@@ -164,6 +164,29 @@ def test_char_shingles_are_python_code_point_slices():
     assert sh.shingle_strings(text) == [text[i:i + 4] for i in range(len(text) - 3)]
     sigs = compute_signatures([text], get_preset("zyda2", n=4))
     assert sigs.n_shingles[0] == len(text) - 3
+
+
+@pytest.mark.parametrize("unit,n", [("char", 1), ("char", 3), ("word", 1), ("word", 2), ("word", 40)])
+def test_other_shingle_sizes_and_long_shingles(unit, n):
+    spec = get_preset("zyda2", unit=unit, n=n, normalize=("lower", "collapse_ws") if unit == "word" else ())
+    long_word = "x" * 70_000 + "é"  # a word-shingle longer than the kernel's power table
+    docs = DOCS[:40] + [long_word, long_word + " tail words here", "é" * 200]
+    sigs = compute_signatures(docs, spec)
+    for i, text in enumerate(docs):
+        assert np.array_equal(sigs.values[i], ds_values(reference_minhash(text, spec))), (unit, n, i)
+
+
+def test_spec_round_trip_and_validation():
+    from curate.dedup import MinHashSpec
+
+    for name, spec in PRESETS.items():
+        assert MinHashSpec.from_dict(json.loads(json.dumps(spec.to_dict()))) == spec
+    with pytest.raises(ValueError, match="hash_seed"):
+        get_preset("zyda1", hash_seed=3)
+    with pytest.raises(ValueError, match="unknown normalisation"):
+        get_preset("zyda1", normalize=("lower", "stem"))
+    with pytest.raises(ValueError, match="shingle unit"):
+        get_preset("zyda1", unit="line")
 
 
 def test_rpv2_matches_redpajama_generate_signature():

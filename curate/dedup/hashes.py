@@ -139,22 +139,28 @@ def murmur3_32(data, start, length, seed):
 
 @njit(inline="always", cache=True)
 def _sha1_block(w, h0, h1, h2, h3, h4):
-    """One SHA-1 compression; ``w[0:16]`` holds the block's big-endian words."""
-    for t in range(16, 80):
-        w[t] = _rotl32(w[t - 3] ^ w[t - 8] ^ w[t - 14] ^ w[t - 16], _S1)
+    """One SHA-1 compression; ``w[0:16]`` holds the block's big-endian words (a rolling schedule)."""
     a, b, c, d, e = h0, h1, h2, h3, h4
-    for t in range(20):
-        tmp = (_rotl32(a, _S5) + ((b & c) | ((b ^ _M32) & d)) + e + _K0 + w[t]) & _M32
-        e, d, c, b, a = d, c, _rotl32(b, _S30), a, tmp
-    for t in range(20, 40):
-        tmp = (_rotl32(a, _S5) + (b ^ c ^ d) + e + _K1 + w[t]) & _M32
-        e, d, c, b, a = d, c, _rotl32(b, _S30), a, tmp
-    for t in range(40, 60):
-        tmp = (_rotl32(a, _S5) + ((b & c) | (b & d) | (c & d)) + e + _K2 + w[t]) & _M32
-        e, d, c, b, a = d, c, _rotl32(b, _S30), a, tmp
-    for t in range(60, 80):
-        tmp = (_rotl32(a, _S5) + (b ^ c ^ d) + e + _K3 + w[t]) & _M32
-        e, d, c, b, a = d, c, _rotl32(b, _S30), a, tmp
+    for t in range(80):
+        if t >= 16:
+            x = _rotl32(w[(t - 3) & 15] ^ w[(t - 8) & 15] ^ w[(t - 14) & 15] ^ w[t & 15], _S1)
+            w[t & 15] = x
+        else:
+            x = w[t]
+        if t < 20:
+            f = (d ^ (b & (c ^ d))) + _K0
+        elif t < 40:
+            f = (b ^ c ^ d) + _K1
+        elif t < 60:
+            f = ((b & c) | (d & (b | c))) + _K2
+        else:
+            f = (b ^ c ^ d) + _K3
+        tmp = (_rotl32(a, _S5) + f + e + x) & _M32
+        e = d
+        d = c
+        c = _rotl32(b, _S30)
+        b = a
+        a = tmp
     return (h0 + a) & _M32, (h1 + b) & _M32, (h2 + c) & _M32, (h3 + d) & _M32, (h4 + e) & _M32
 
 
@@ -169,7 +175,7 @@ def _load_words(w, src, base):
 @njit(cache=True, nogil=True)
 def sha1_32(data, start, length, w, buf):
     """datasketch's ``sha1_hash32``: SHA-1 of ``data[start:start+length]``, first 4 digest bytes read
-    little-endian. ``w`` (uint64[80]) and ``buf`` (uint8[128]) are caller-owned scratch: no allocation."""
+    little-endian. ``w`` (uint64[16]) and ``buf`` (uint8[128]) are caller-owned scratch: no allocation."""
     full = length // 64
     # the tail, 0x80, zeros and the 64-bit big-endian bit length fill one or two more blocks, in buf
     rem = length - full * 64

@@ -4,10 +4,13 @@ Why a kernel: the cost of MinHash is permutations x shingles (128 x ~3,600 for a
 character 25-grams), far too much for per-shingle Python (datasketch: ~260 docs/s). Here, per document:
 
 1. walk the UTF-8 bytes once, finding shingle boundaries (code points for ``char`` n-grams, single spaces
-   for ``word`` n-grams of pre-joined tokens) with a small ring buffer, and hash each shingle's bytes in
-   place (no Python strings, no copies) into a uint32 scratch array;
-2. for each permutation, a min-reduction over those hashes. The inner loop has no stores and no branches
-   beyond a select, so LLVM vectorises it across shingles (AVX2/AVX-512 where the CPU has them).
+   for ``word`` n-grams of pre-joined tokens) with a small ring buffer of the last n unit starts. poly64
+   values come straight from a running polynomial prefix (O(1) per shingle); for sha1/murmur3 the
+   bounds are recorded and a second loop hashes the bytes in place (no Python strings, no copies);
+2. for each permutation, a min-reduction over the shingle hashes. The inner loop has no stores and no
+   branches beyond selects, so LLVM vectorises it across shingles (AVX2/AVX-512 where the CPU has
+   them): about one cycle per (shingle, permutation) for the legacy scheme, a quarter of that for
+   affine32.
 
 Character n-grams are over Unicode code points, like Python's ``text[i:i+n]``: a shingle is the bytes from
 the lead byte of code point ``i`` to the lead byte of code point ``i+n``, which is exactly
@@ -41,12 +44,26 @@ _CONT_MASK = np.uint8(0xC0)
 _CONT = np.uint8(0x80)
 
 
+@njit(cache=True, nogil=True)
+def _pow(k):
+    """POLY_BASE ** k mod 2^64, for shingles longer than the power table."""
+    r = _U1
+    x = POLY_BASE
+    while k:
+        if k & 1:
+            r *= x
+        x *= x
+        k >>= 1
+    return r
+
+
 @njit(inline="always", cache=True)
 def _emit(kind, seed, pw, st, p, pst, pp, m, hs, starts, ends):
     """Record shingle ``m`` = bytes ``[st, p)``: its poly64 value now (O(1) from the prefixes ``pst`` at
     ``st`` and ``pp`` at ``p``), or its bounds for the byte-wise hashes, computed in a second loop."""
     if kind == HASH_POLY64:
-        hs[m] = poly64_finish(pp - pst * pw[p - st], seed)
+        k = p - st
+        hs[m] = poly64_finish(pp - pst * (pw[k] if k < pw.shape[0] else _pow(k)), seed)
     else:
         starts[m] = st
         ends[m] = p
@@ -173,15 +190,16 @@ def signatures_range(data, offsets, nulls, lo, hi, word, n, whole, kind, seed, l
     hs = np.empty(longest + 1, dtype=np.uint32)
     ring = np.zeros(max(n, 1), dtype=np.int64)
     ringp = np.zeros(max(n, 1), dtype=np.uint64)
-    w = np.zeros(80, dtype=np.uint64)
+    w = np.zeros(16, dtype=np.uint64)
     buf = np.zeros(128, dtype=np.uint8)
     nb = 1 if kind == HASH_POLY64 else longest + 1
     starts = np.empty(nb, dtype=np.int64)
     ends = np.empty(nb, dtype=np.int64)
-    # powers of the poly64 base up to the longest shingle: 4n bytes for n code points, a whole doc for words
+    # powers of the poly64 base for shingle lengths up to 4n bytes (n code points of valid UTF-8) or
+    # 64 kB (word shingles); longer ones (rare, or invalid UTF-8) use _pow
     npw = 1
     if kind == HASH_POLY64:
-        npw = longest + 1 if word else min(longest, 4 * n) + 1
+        npw = min(longest, 1 << 16 if word else 4 * n) + 1
     pw = np.empty(npw, dtype=np.uint64)
     pw[0] = _U1
     for i in range(1, npw):

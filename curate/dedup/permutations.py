@@ -43,6 +43,6 @@ def _params(num_perm: int, seed: int, scheme: str) -> tuple[np.ndarray, np.ndarr
     return a, b
 
 
-def permutations(num_perm: int, seed: int, scheme: str = "legacy") -> tuple[np.ndarray, np.ndarray]:
+def permutation_params(num_perm: int, seed: int, scheme: str = "legacy") -> tuple[np.ndarray, np.ndarray]:
     """``(a, b)``, two read-only uint64 arrays of length ``num_perm`` (affine32 values fit in 32 bits)."""
     return _params(int(num_perm), int(seed), scheme)

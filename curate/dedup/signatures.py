@@ -33,7 +33,7 @@ import pyarrow as pa
 
 from .hashes import HASHES, python_hashfunc
 from .kernel import HASH_KINDS, signatures_range
-from .permutations import SCHEMES, permutations
+from .permutations import SCHEMES, permutation_params
 from .shingles import Shingling
 
 
@@ -66,6 +66,8 @@ class MinHashSpec:
             raise ValueError(f"seed must be in [0, 2^32), got {self.seed!r}")
         if not 0 <= self.hash_seed < 2**32:
             raise ValueError(f"hash_seed must be in [0, 2^32), got {self.hash_seed!r}")
+        if self.hash == "sha1" and self.hash_seed:
+            raise ValueError("hash_seed has no effect with hash='sha1' (datasketch's sha1_hash32 is unseeded)")
         if self.bands * self.rows > self.num_perm:
             raise ValueError(f"bands x rows = {self.bands} x {self.rows} = {self.bands * self.rows} "
                              f"exceeds num_perm = {self.num_perm}")
@@ -77,6 +79,28 @@ class MinHashSpec:
         if sh:
             changes["shingling"] = dataclasses.replace(self.shingling, **sh)
         return dataclasses.replace(self, **changes)
+
+    def to_dict(self) -> dict:
+        """A flat, JSON-able form (for configs, fingerprints and side-table metadata)."""
+        d = dataclasses.asdict(self)
+        sh = d.pop("shingling")
+        sh["normalize"] = list(sh["normalize"])
+        return {**sh, **d}
+
+    @classmethod
+    def from_dict(cls, d: dict) -> "MinHashSpec":
+        """The inverse of ``to_dict``; shingling fields may be flat or under ``shingling``."""
+        d = dict(d)
+        sh = dict(d.pop("shingling", {}) or {})
+        for k in ("unit", "n", "normalize", "short_docs"):
+            if k in d:
+                sh[k] = d.pop(k)
+        if "normalize" in sh:
+            sh["normalize"] = tuple(sh["normalize"])
+        unknown = set(d) - {f.name for f in dataclasses.fields(cls)}
+        if unknown:
+            raise ValueError(f"unknown MinHash setting(s) {sorted(unknown)}")
+        return cls(shingling=Shingling(**sh), **d)
 
     def datasketch_compatible(self) -> "MinHashSpec":
         """The same spec with datasketch's default shingle hash (sha1_hash32): slower, but signatures
@@ -145,6 +169,8 @@ def _buffers(arr: pa.Array) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         offsets = np.frombuffer(off_buf, dtype=odt, count=arr.offset + n + 1)[arr.offset:].astype(np.int64)
     data = np.frombuffer(data_buf, dtype=np.uint8) if data_buf is not None and data_buf.size else np.zeros(1, np.uint8)
     nulls = arr.is_null().to_numpy(zero_copy_only=False) if arr.null_count else np.zeros(0, dtype=np.bool_)
+    for a in (data, offsets, nulls):  # always read-only: numba compiles one kernel per array flag set
+        a.setflags(write=False)
     return data, offsets, nulls
 
 
@@ -180,7 +206,7 @@ class MinHasher:
             raise ValueError(f"threads must be >= 1, got {threads}")
         self.spec = spec
         self.threads = int(threads)
-        self._a, self._b = permutations(spec.num_perm, spec.seed, spec.scheme)
+        self._a, self._b = permutation_params(spec.num_perm, spec.seed, spec.scheme)
 
     def __call__(self, texts: pa.Array | pa.ChunkedArray | Iterable[str | None]) -> Signatures:
         chunks = _as_string_chunks(texts)

@@ -38,6 +38,16 @@ def call_task(stage, task: Task):
         raise StageError(stage.name, task.where, describe(exc)) from exc
 
 
+class _StageActor:
+    """Holds one stage object for its lifetime, so a model it loads is loaded once per actor."""
+
+    def __init__(self, stage):
+        self.stage = stage
+
+    def run(self, task: Task):
+        return call_task(self.stage, task)
+
+
 class InlineExecutor:
     """Runs tasks one after another in this process: same code path, easy to debug with pdb."""
 
@@ -47,6 +57,8 @@ class InlineExecutor:
     def map(self, stage, tasks: Iterable[Task], resources: dict | None = None) -> Iterator[tuple[Task, object]]:
         for task in tasks:
             yield task, call_task(stage, task)
+
+    map_actors = map
 
     def close(self) -> None:
         pass
@@ -98,11 +110,44 @@ class RayExecutor:
             for ref in pending:
                 ray.cancel(ref, force=True)
 
+    def map_actors(self, stage, tasks: Iterable[Task], resources: dict | None = None) -> Iterator[tuple[Task, object]]:
+        """Like `map`, on a pool of actors that each hold one copy of the stage (and its loaded model)."""
+        ray = self.ray
+        resources = self._placeable(stage, dict(resources or {}))
+        actor_cls = ray.remote(_StageActor).options(max_restarts=self.retries, max_task_retries=self.retries,
+                                                     **({"num_cpus": 1} | resources))
+        queue = list(tasks)
+        queue.reverse()
+        actors = [actor_cls.remote(stage) for _ in range(min(self.parallelism, len(queue)))]
+        idle, pending = list(actors), {}
+        try:
+            while queue or pending:
+                while queue and idle:
+                    actor, task = idle.pop(), queue.pop()
+                    pending[actor.run.remote(task)] = (task, actor)
+                done, _ = ray.wait(list(pending), num_returns=1)
+                for ref in done:
+                    task, actor = pending.pop(ref)
+                    idle.append(actor)
+                    yield task, self._get(ref, stage, task)
+        finally:
+            for actor in actors:
+                ray.kill(actor)
+
+    def _placeable(self, stage, resources: dict) -> dict:
+        """Drop a GPU request the cluster cannot meet, so the stage runs on CPUs instead of waiting forever."""
+        if resources.get("num_gpus") and not self.ray.cluster_resources().get("GPU"):
+            log.warning("stage '%s' asks for GPUs but the cluster has none: running it on CPUs", stage.name)
+            resources.pop("num_gpus")
+        return resources
+
     def _get(self, ref, stage, task: Task):
         ray = self.ray
         try:
             return ray.get(ref)
-        except ray.exceptions.RayTaskError as exc:
+        except (ray.exceptions.RayTaskError, ray.exceptions.RayActorError) as exc:
+            if isinstance(exc, ray.exceptions.RayActorError) and not isinstance(exc, ray.exceptions.RayTaskError):
+                raise StageError(stage.name, task.where, f"the actor died and {self.retries} restarts did not help") from None
             cause = getattr(exc, "cause", None)
             if isinstance(cause, CurateError):
                 raise cause from None

@@ -36,7 +36,10 @@ def build_stages(pipeline: Pipeline, run: RunDir, until: str | None):
         previous.append(cfg.name)
         if cfg.name == until:
             return stages
-    stages.append(KeptStage("kept", {}, pipeline, run, list(previous)))
+    final = stages.pop() if stages and pipeline.stages[-1].kind == "manifest" else None
+    stages.append(KeptStage("kept", {}, pipeline, run, [n for n in previous if final is None or n != final.name]))
+    if final is not None:  # the manifest describes the kept documents too, so it comes after them
+        stages.append(final)
     return stages
 
 

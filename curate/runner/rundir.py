@@ -44,6 +44,8 @@ class RunDir:
         """Stats of every finished task of a stage, in a stable order."""
         found = []
         for path in fs.glob(self.path("_state", stage, "*", "*.json")):
+            if path.rsplit("/", 2)[-2].startswith("_"):
+                continue  # phase bookkeeping (_phases, _measure, _merge), not shard tasks
             value = self.read_json(path)
             if value is not None:
                 found.append(value)

@@ -18,6 +18,8 @@ def aggregate(stage_markers: list[tuple[str, list[dict]]], order: list[str], wal
     for stage, markers in stage_markers:
         by_source: dict = defaultdict(lambda: {"in": 0, "kept": 0, "removed": defaultdict(int), "tasks": 0, "task_seconds": 0.0})
         for m in markers:
+            if m["source"].startswith("_"):
+                continue  # whole-run tasks (the manifest) hold no documents
             if m["in"] != m["kept"] + sum(m["removed"].values()):
                 raise CurateError(f"accounting error in stage '{stage}' shard {m['source']}/{m['shard']}: "
                                   f"in {m['in']} != kept {m['kept']} + removed {sum(m['removed'].values())}")

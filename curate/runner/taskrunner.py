@@ -29,7 +29,11 @@ class TaskRunner:
         started = time.monotonic()
         self.progress.start(label, len(tasks), len(tasks) - len(todo))
         results = []
-        for _task, result in (self.executor.map(stage, todo, stage.resources()) if todo else ()):
+        results_iter = ()
+        if todo:
+            run = self.executor.map_actors if getattr(stage, "ACTORS", False) else self.executor.map
+            results_iter = run(stage, todo, stage.resources())
+        for _task, result in results_iter:
             self.progress.update(result.get("in", 0) if isinstance(result, dict) else 0)
             results.append(result)
         self.progress.finish()

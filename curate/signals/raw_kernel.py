@@ -38,7 +38,7 @@ _BULLETS = (0x2022, 0x2023, 0x25B6, 0x25C0, 0x25E6, 0x25A0, 0x25A1, 0x25AA, 0x25
 _U64 = np.uint64
 
 
-@nb.njit(cache=True, inline="always")
+@nb.njit(cache=True)
 def _pack(data, start, end):
     """Length and first 16 bytes of ``data[start:end]`` as two little-endian
     integers: an exact key for short byte strings, no hashing loop needed."""
@@ -52,7 +52,7 @@ def _pack(data, start, end):
     return k0, k1
 
 
-@nb.njit(cache=True, inline="always")
+@nb.njit(cache=True)
 def _slot(k0, k1, length, mask):
     h = k0 ^ (k1 * _U64(0x9E3779B97F4A7C15)) ^ (_U64(length) * _U64(0xC2B2AE3D27D4EB4F))
     h ^= h >> _U64(33)
@@ -86,7 +86,7 @@ def build_word_set(data, offsets):
     return slots, keys
 
 
-@nb.njit(cache=True, inline="always")
+@nb.njit(cache=True)
 def _in_word_set(text, s, e, slots, keys, set_data, set_off):
     k0, k1 = _pack(text, s, e)
     mask = len(slots) - 1
@@ -106,7 +106,7 @@ def _in_word_set(text, s, e, slots, keys, set_data, set_off):
     return False
 
 
-@nb.njit(cache=True, inline="always")
+@nb.njit(cache=True)
 def _decode(data, p, end):
     """Code point at byte ``p`` and the byte width (malformed bytes read as U+FFFD)."""
     b0 = np.int64(data[p])

@@ -51,7 +51,7 @@ _LOREM = np.array([ord(c) for c in "lorem"], np.int32)
 _IPSUM = np.array([ord(c) for c in "ipsum"], np.int32)
 
 
-@nb.njit(cache=True, inline="always")
+@nb.njit(cache=True)
 def _mix(h):
     h ^= h >> _U64(33)
     h *= _U64(0xFF51AFD7ED558CCD)
@@ -61,7 +61,7 @@ def _mix(h):
     return h
 
 
-@nb.njit(cache=True, inline="always")
+@nb.njit(cache=True)
 def _hash_cps(buf, start, end):
     h = _SEED
     for i in range(start, end):
@@ -69,12 +69,12 @@ def _hash_cps(buf, start, end):
     return _mix(h)
 
 
-@nb.njit(cache=True, inline="always")
+@nb.njit(cache=True)
 def _combine(acc, h):
     return _mix((acc ^ h) * _PRIME + _U64(0x632BE59BD9B4E019))
 
 
-@nb.njit(cache=True, inline="always")
+@nb.njit(cache=True)
 def _same(a, a0, b, b0, n):
     for t in range(n):
         if a[a0 + t] != b[b0 + t]:
@@ -129,7 +129,7 @@ def build_phrase_set(cps, word_off, phrase_off):
     return slots, phash, fw_slots, fw_hash, fw_mask
 
 
-@nb.njit(cache=True, inline="always")
+@nb.njit(cache=True)
 def _decode(data, p, end):
     """Code point at byte ``p`` and the byte width (malformed bytes read as U+FFFD)."""
     b0 = np.int64(data[p])
@@ -257,11 +257,9 @@ def _ngram_level(n, ids, n_ids, pos_prev, k_prev, cls_prev, cls_new, cand, cnt, 
 
 
 @nb.njit(cache=True)
-def _one_doc(buf, n_cp, flags, ph_slots, ph_hash, fw_slots, fw_hash, fw_mask, ph_off, ph_cps, ph_woff,
-             doc, line0, n_lines, line_words, line_chars, line_numeric, line_js, s):
-    (w_start, w_len, w_hash, ids, counts, rep, slots, cls_a, cls_b, pos_a, pos_b, cand, cnt, first,
-     keys, vals) = s
-    # --- words and their lines
+def _split_words(buf, n_cp, flags, w_start, w_len, w_hash, line0, n_lines, line_words, line_chars,
+                 line_numeric, line_js):
+    """Words = runs of non-space; each feeds the aggregates of its line."""
     n_words = 0
     line = 0
     i = 0
@@ -290,62 +288,67 @@ def _one_doc(buf, n_cp, flags, ph_slots, ph_hash, fw_slots, fw_hash, fw_mask, ph
                 line_js[k] += 1
         n_words += 1
         i = j
-    total_chars = 0
-    for w in range(n_words):
-        total_chars += w_len[w]
-    doc[0] = n_words
-    doc[1] = total_chars
-    if n_words == 0:
-        return
-    n_ids = _intern(buf, w_start, w_len, w_hash, n_words, slots, ids, counts, rep)
-    doc[2] = n_ids
-    # --- "lorem ipsum" as a substring of " ".join(words)
+    return n_words
+
+
+@nb.njit(cache=True)
+def _lorem_pairs(buf, w_start, w_len, n_words):
+    """Exact occurrences of "lorem ipsum" in " ".join(words)."""
     pairs = 0
     for w in range(n_words - 1):
         if (w_len[w] >= 5 and w_len[w + 1] >= 5
                 and _same(buf, w_start[w] + w_len[w] - 5, _LOREM, 0, 5)
                 and _same(buf, w_start[w + 1], _IPSUM, 0, 5)):
             pairs += 1
-    doc[3] = pairs
-    # --- LDNOOBW phrases
+    return pairs
+
+
+@nb.njit(cache=True)
+def _phrase_hits(buf, w_start, w_len, w_hash, n_words, ph_slots, ph_hash, fw_slots, fw_hash, fw_mask,
+                 ph_off, ph_cps, ph_woff):
+    """Number of (n, position) whose word n-gram is one of the phrases."""
     hits = 0
-    if len(fw_slots) > 0:
-        fmask = len(fw_slots) - 1
-        pmask = len(ph_slots) - 1
-        for w in range(n_words):
-            h0 = w_hash[w]
-            j = np.int64(h0 & _U64(fmask))
-            lengths = _U64(0)
-            while fw_slots[j] >= 0:
-                if fw_hash[fw_slots[j]] == h0:
-                    lengths = fw_mask[fw_slots[j]]
-                    break
-                j = (j + 1) & fmask
-            if lengths == 0:
+    fmask = len(fw_slots) - 1
+    pmask = len(ph_slots) - 1
+    for w in range(n_words):
+        h0 = w_hash[w]
+        j = np.int64(h0 & _U64(fmask))
+        lengths = _U64(0)
+        while fw_slots[j] >= 0:
+            if fw_hash[fw_slots[j]] == h0:
+                lengths = fw_mask[fw_slots[j]]
+                break
+            j = (j + 1) & fmask
+        if lengths == 0:
+            continue
+        for n in range(1, 64):
+            if (lengths >> _U64(n)) & _U64(1) == 0 or w + n > n_words:
                 continue
-            for n in range(1, 64):
-                if (lengths >> _U64(n)) & _U64(1) == 0 or w + n > n_words:
-                    continue
-                acc = _SEED
-                for t in range(n):
-                    acc = _combine(acc, w_hash[w + t])
-                j = np.int64(acc & _U64(pmask))
-                while ph_slots[j] >= 0:
-                    k = ph_slots[j]
-                    if ph_hash[k] == acc and ph_off[k + 1] - ph_off[k] == n:
-                        ok = True
-                        for t in range(n):
-                            pw = ph_off[k] + t
-                            a0, a1 = ph_woff[pw], ph_woff[pw + 1]
-                            if a1 - a0 != w_len[w + t] or not _same(ph_cps, a0, buf, w_start[w + t], a1 - a0):
-                                ok = False
-                                break
-                        if ok:
-                            hits += 1
+            acc = _SEED
+            for t in range(n):
+                acc = _combine(acc, w_hash[w + t])
+            j = np.int64(acc & _U64(pmask))
+            while ph_slots[j] >= 0:
+                k = ph_slots[j]
+                if ph_hash[k] == acc and ph_off[k + 1] - ph_off[k] == n:
+                    ok = True
+                    for t in range(n):
+                        pw = ph_off[k] + t
+                        a0, a1 = ph_woff[pw], ph_woff[pw + 1]
+                        if a1 - a0 != w_len[w + t] or not _same(ph_cps, a0, buf, w_start[w + t], a1 - a0):
+                            ok = False
                             break
-                    j = (j + 1) & pmask
-    doc[4] = hits
-    # --- repetition: level 1 = words, then n-grams for n = 2..10
+                    if ok:
+                        hits += 1
+                        break
+                j = (j + 1) & pmask
+    return hits
+
+
+@nb.njit(cache=True)
+def _repetition(ids, n_ids, counts, w_len, n_words, cls_a, cls_b, pos_a, pos_b, cand, cnt, first, keys, vals,
+                doc):
+    """Top n-gram (n = 2..4) and duplicated n-gram (n = 5..10) character counts."""
     k_a = 0
     for w in range(n_words):
         cls_a[w] = ids[w]
@@ -382,6 +385,20 @@ def _one_doc(buf, n_cp, flags, ph_slots, ph_hash, fw_slots, fw_hash, fw_mask, ph
         k_a = k_b
 
 
+@nb.njit(cache=True)
+def _entropy(counts, n_ids, n_words, term, term_doc, doc_index):
+    """sum(-c/T * log(c/T)) in Counter order (first occurrence), left to right
+    like ``sum()``; each distinct count's term is computed once per document."""
+    e = 0.0
+    for c in range(n_ids):
+        x = counts[c]
+        if term_doc[x] != doc_index:
+            term[x] = -x / n_words * np.log(x / n_words)
+            term_doc[x] = doc_index
+        e += term[x]
+    return e
+
+
 @nb.njit(cache=True, nogil=True)
 def words_pass(data, starts, ends, py_cps, py_start, py_end, line_off, flags, nfd_lower, exp_off, exp_data,
                ccc, punct, ph_slots, ph_hash, fw_slots, fw_hash, fw_mask, ph_off, ph_cps, ph_woff):
@@ -408,34 +425,46 @@ def words_pass(data, starts, ends, py_cps, py_start, py_end, line_off, flags, nf
     buf = np.empty(cap, np.int32)
     wmax = cap // 2 + 2
     tsize = _pow2_at_least(2 * wmax)
-    s = (np.empty(wmax, np.int32), np.empty(wmax, np.int32), np.empty(wmax, np.uint64),
-         np.empty(wmax, np.int32), np.empty(wmax, np.int32), np.empty(wmax, np.int32),
-         np.empty(tsize, np.int32), np.empty(wmax, np.int32), np.empty(wmax, np.int32),
-         np.empty(wmax, np.int32), np.empty(wmax, np.int32), np.empty(wmax, np.int32),
-         np.empty(wmax, np.int32), np.empty(wmax, np.int32), np.empty(tsize, np.int64),
-         np.empty(tsize, np.int32))
-    # entropy terms depend only on (count, n_words): computed once per count
+    w_start = np.empty(wmax, np.int32)
+    w_len = np.empty(wmax, np.int32)
+    w_hash = np.empty(wmax, np.uint64)
+    ids = np.empty(wmax, np.int32)
+    counts = np.empty(wmax, np.int32)
+    rep = np.empty(wmax, np.int32)
+    slots = np.empty(tsize, np.int32)
+    cls_a = np.empty(wmax, np.int32)
+    cls_b = np.empty(wmax, np.int32)
+    pos_a = np.empty(wmax, np.int32)
+    pos_b = np.empty(wmax, np.int32)
+    cand = np.empty(wmax, np.int32)
+    cnt = np.empty(wmax, np.int32)
+    first = np.empty(wmax, np.int32)
+    keys = np.empty(tsize, np.int64)
+    vals = np.empty(tsize, np.int32)
     term = np.zeros(wmax + 1, np.float64)
     term_doc = np.full(wmax + 1, -1, np.int64)
     for i in range(n):
         if py_start[i] >= 0:
             n_cp = py_end[i] - py_start[i]
-            buf[:n_cp] = py_cps[py_start[i]:py_end[i]]
+            for k in range(n_cp):  # (a slice assignment would compile numba's shape-error machinery)
+                buf[k] = py_cps[py_start[i] + k]
         else:
             n_cp = _normalize(data, starts[i], ends[i], nfd_lower, exp_off, exp_data, ccc, punct, buf)
-        _one_doc(buf, n_cp, flags, ph_slots, ph_hash, fw_slots, fw_hash, fw_mask, ph_off, ph_cps, ph_woff,
-                 doc[i], line_off[i], line_off[i + 1] - line_off[i], line_words, line_chars, line_numeric,
-                 line_js, s)
-        # entropy in Counter order (first occurrence), summed left to right like sum()
-        n_words = doc[i, 0]
-        if n_words > 0:
-            counts = s[4]
-            e = 0.0
-            for c in range(doc[i, 2]):
-                x = counts[c]
-                if term_doc[x] != i:
-                    term[x] = -x / n_words * np.log(x / n_words)
-                    term_doc[x] = i
-                e += term[x]
-            entropy[i] = e
+        n_words = _split_words(buf, n_cp, flags, w_start, w_len, w_hash, line_off[i], line_off[i + 1] - line_off[i],
+                               line_words, line_chars, line_numeric, line_js)
+        d = doc[i]
+        d[0] = n_words
+        chars = 0
+        for w in range(n_words):
+            chars += w_len[w]
+        d[1] = chars
+        if n_words == 0:
+            continue
+        n_ids = _intern(buf, w_start, w_len, w_hash, n_words, slots, ids, counts, rep)
+        d[2] = n_ids
+        d[3] = _lorem_pairs(buf, w_start, w_len, n_words)
+        d[4] = _phrase_hits(buf, w_start, w_len, w_hash, n_words, ph_slots, ph_hash, fw_slots, fw_hash, fw_mask,
+                            ph_off, ph_cps, ph_woff)
+        _repetition(ids, n_ids, counts, w_len, n_words, cls_a, cls_b, pos_a, pos_b, cand, cnt, first, keys, vals, d)
+        entropy[i] = _entropy(counts, n_ids, n_words, term, term_doc, i)
     return doc, entropy, line_words, line_chars, line_numeric, line_js

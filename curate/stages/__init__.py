@@ -3,6 +3,10 @@
 from curate.stages.dedup import DedupStage
 from curate.stages.filter import FilterStage
 from curate.stages.ingest import IngestStage
+from curate.stages.manifest import ManifestStage
+from curate.stages.mix import MixStage
+from curate.stages.pack import PackStage
+from curate.stages.tokenize import TokenizeStage
 from curate.stages.minhash import MinhashStage
 from curate.stages.signals import SignalsStage
 
@@ -12,6 +16,10 @@ STAGES = {
     "signals": SignalsStage,
     "minhash": MinhashStage,
     "dedup": DedupStage,
+    "mix": MixStage,
+    "tokenize": TokenizeStage,
+    "pack": PackStage,
+    "manifest": ManifestStage,
 }
 
 __all__ = ["STAGES"]

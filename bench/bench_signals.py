@@ -1,0 +1,155 @@
+"""Benchmark: curate.signals.compute_signals against datatrove's heuristic filters.
+
+Both sides see the same documents in one run:
+
+- ours: ``compute_signals`` over one Arrow array (every RPv2 signal that needs no
+  external model, document- and line-level), after a warm-up call that pays the
+  one-time costs (numba cache load or compile, Unicode tables), reported apart;
+- datatrove: ``GopherQualityFilter``, ``GopherRepetitionFilter``,
+  ``C4QualityFilter`` and ``FineWebQualityFilter`` as plain objects, each calling
+  ``.filter(Document(...))`` on every document (a fresh Document per filter,
+  since C4 rewrites the text), in one process, then in ``--cores`` processes.
+
+Documents: ``../shared/data/dolma/formats/*.jsonl.gz`` when present, else the
+``curate.sample`` corpus (FineWeb-Edu parquet ``text``) made in a temp dir.
+
+datatrove's English filters need ``regex`` and ``spacy`` (spaCy's blank English
+tokenizer, no model download). If they are not installed in the environment,
+install them somewhere and pass ``--extra-site DIR`` (appended to sys.path), e.g.
+``pip install --target /tmp/bench-extra regex spacy``.
+
+Usage: python bench/bench_signals.py [--docs 5000] [--dt-docs 400] [--cores 2]
+"""
+
+from __future__ import annotations
+
+import argparse
+import glob
+import gzip
+import json
+import multiprocessing as mp
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+ROOT = Path(__file__).resolve().parents[1]
+DOLMA = ROOT.parent / "shared" / "data" / "dolma" / "formats"
+
+
+def load_texts() -> tuple[list[str], str]:
+    files = sorted(DOLMA.glob("*.jsonl.gz"))
+    if files:
+        texts = []
+        for path in files:
+            with gzip.open(path, "rt", encoding="utf-8") as f:
+                texts += [json.loads(line)["text"] for line in f]
+        return texts, f"dolma CC sample ({', '.join(p.name for p in files)})"
+    from curate.sample import make_sample
+
+    tmp = tempfile.mkdtemp(prefix="bench-signals-")
+    make_sample(tmp, docs=4000)
+    texts = []
+    for path in sorted(glob.glob(f"{tmp}/fwe/data/*/*.parquet")):
+        texts += pq.read_table(path, columns=["text"])["text"].to_pylist()
+    return texts, "curate.sample FineWeb-Edu parquet"
+
+
+def _filters():
+    from datatrove.pipeline.filters import (
+        C4QualityFilter,
+        FineWebQualityFilter,
+        GopherQualityFilter,
+        GopherRepetitionFilter,
+    )
+
+    return [GopherQualityFilter(), GopherRepetitionFilter(), C4QualityFilter(), FineWebQualityFilter()]
+
+
+def run_datatrove(texts: list[str]) -> float:
+    """Seconds to run the four filters over ``texts`` in this process."""
+    from datatrove.data import Document
+
+    filters = _filters()
+    for f in filters:  # warm-up: lazy tokenizer loading
+        f.filter(Document(text="Warm up. " * 20, id="warm"))
+    start = time.perf_counter()
+    for i, text in enumerate(texts):
+        for f in filters:
+            f.filter(Document(text=text, id=str(i)))
+    return time.perf_counter() - start
+
+
+def _dt_worker(args) -> float:
+    extra, texts = args
+    if extra:
+        sys.path.append(extra)
+    return run_datatrove(texts)
+
+
+def run_datatrove_procs(texts: list[str], cores: int, extra: str | None) -> float:
+    """Wall seconds for ``cores`` processes sharing ``texts`` (start-up excluded)."""
+    chunks = [texts[i::cores] for i in range(cores)]
+    with mp.get_context("spawn").Pool(cores) as pool:
+        pool.map(_dt_worker, [(extra, ["Warm up. " * 20])] * cores)
+        start = time.perf_counter()
+        pool.map(_dt_worker, [(extra, c) for c in chunks])
+        return time.perf_counter() - start
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--docs", type=int, default=5000, help="documents for ours (the corpus is cycled)")
+    ap.add_argument("--dt-docs", type=int, default=400, help="documents for datatrove (it is slow)")
+    ap.add_argument("--cores", type=int, default=2)
+    ap.add_argument("--repeat", type=int, default=3, help="best of N for ours")
+    ap.add_argument("--extra-site", default=None, help="directory with regex/spacy for datatrove")
+    args = ap.parse_args()
+    if args.extra_site:
+        sys.path.append(args.extra_site)
+
+    from curate.signals import compute_signals
+
+    texts, origin = load_texts()
+    ours = [texts[i % len(texts)] for i in range(args.docs)]
+    theirs = [texts[i % len(texts)] for i in range(min(args.dt_docs, args.docs))]
+    mb = sum(len(t.encode("utf-8")) for t in ours) / 1e6
+    print(f"corpus: {origin}: {len(texts)} docs; ours on {len(ours)} docs ({mb:.1f} MB), "
+          f"datatrove on {len(theirs)} docs")
+
+    arr = pa.array(ours)
+    start = time.perf_counter()
+    compute_signals(arr.slice(0, 8))
+    print(f"ours one-time start-up (numba cache load or compile, Unicode tables): "
+          f"{time.perf_counter() - start:.2f} s")
+
+    def best(threads: int) -> float:
+        times = []
+        for _ in range(args.repeat):
+            t0 = time.perf_counter()
+            compute_signals(arr, threads=threads)
+            times.append(time.perf_counter() - t0)
+        return min(times)
+
+    ours1 = len(ours) / best(1)
+    oursn = len(ours) / best(args.cores)
+    print(f"ours      1 thread : {ours1:10.0f} docs/s  ({ours1 * mb / len(ours):.1f} MB/s)")
+    print(f"ours      {args.cores} threads: {oursn:10.0f} docs/s")
+
+    try:
+        dt1 = len(theirs) / run_datatrove(theirs)
+    except ImportError as exc:
+        print(f"datatrove filters unavailable ({exc}); see --extra-site in the module docstring")
+        return
+    print(f"datatrove 1 process: {dt1:10.1f} docs/s  (Gopher quality + Gopher repetition + C4 + FineWeb)")
+    dtn = len(theirs) / run_datatrove_procs(theirs, args.cores, args.extra_site)
+    print(f"datatrove {args.cores} procs  : {dtn:10.1f} docs/s")
+    print(f"ratio, 1 core : {ours1 / dt1:8.1f}x")
+    print(f"ratio, {args.cores} cores: {oursn / dtn:8.1f}x")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,51 @@
+"""Size and sha256 of run files, streamed in 8 MiB blocks (token files can be far larger than memory) and
+hashed a few files at a time (hashlib releases the GIL, and remote reads mostly wait on the network)."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from concurrent.futures import ThreadPoolExecutor
+
+from curate.io import fs
+
+from .progress import Ticker
+
+BLOCK = 8 << 20
+
+
+def default_workers() -> int:
+    return max(2, min(8, os.cpu_count() or 1))
+
+
+def sha256_file(path: str, storage_options: dict | None = None, ticker: Ticker | None = None) -> tuple[int, str]:
+    """(bytes, sha256 hex) of one file; the size is counted from what was hashed, so the two always agree."""
+    h, size = hashlib.sha256(), 0
+    with fs.open_input(path, storage_options, block_size=BLOCK) as f:
+        while block := f.read(BLOCK):
+            h.update(block)
+            size += len(block)
+            if ticker is not None:
+                ticker.add(len(block))
+    if ticker is not None:
+        ticker.add(file_done=True)
+    return size, h.hexdigest()
+
+
+def hash_files(run: str, paths: list[str], storage_options: dict | None = None, workers: int | None = None,
+               what: str = "hash") -> dict[str, tuple[int, str] | Exception]:
+    """{relative path: (bytes, sha256)} for files under `run`; a file that cannot be read maps to its exception
+    (FileNotFoundError for a missing one) so callers can report every problem at once."""
+    ticker = Ticker(what, len(paths))
+
+    def one(rel: str):
+        try:
+            return sha256_file(fs.join(run, rel), storage_options, ticker)
+        except (OSError, ValueError) as exc:  # fsspec raises FileNotFoundError (an OSError) for missing objects
+            ticker.add(file_done=True)
+            return exc
+
+    with ThreadPoolExecutor(max_workers=max(1, min(workers or default_workers(), len(paths) or 1))) as pool:
+        results = dict(zip(paths, pool.map(one, paths)))
+    ticker.finish()
+    return results
