@@ -27,8 +27,6 @@ def sha256_file(path: str, storage_options: dict | None = None, ticker: Ticker |
             size += len(block)
             if ticker is not None:
                 ticker.add(len(block))
-    if ticker is not None:
-        ticker.add(file_done=True)
     return size, h.hexdigest()
 
 
@@ -42,8 +40,9 @@ def hash_files(run: str, paths: list[str], storage_options: dict | None = None, 
         try:
             return sha256_file(fs.join(run, rel), storage_options, ticker)
         except (OSError, ValueError) as exc:  # fsspec raises FileNotFoundError (an OSError) for missing objects
-            ticker.add(file_done=True)
             return exc
+        finally:
+            ticker.add(file_done=True)
 
     with ThreadPoolExecutor(max_workers=max(1, min(workers or default_workers(), len(paths) or 1))) as pool:
         results = dict(zip(paths, pool.map(one, paths)))

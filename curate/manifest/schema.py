@@ -1,14 +1,12 @@
 """The manifest's JSON Schema, kept in Python so it ships inside the package (a wheel carries no `manifests/`).
 
-`manifests/manifest.schema.json` is this dict exported (`python -m curate.manifest.schema`); a test keeps the
-two equal. Checks a schema cannot express (unique file paths, outputs whose files are listed) live here too,
+`manifests/manifest.schema.json` is this dict exported by `export()`; a test keeps the two equal. Checks a schema cannot express (unique file paths, outputs whose files are listed) live here too,
 so `write_manifest` and `verify` apply exactly the same rules.
 """
 
 from __future__ import annotations
 
 import json
-import sys
 
 from curate.errors import CurateError
 
@@ -157,8 +155,10 @@ def check(manifest, what: str) -> None:
 
 def dumps(manifest: dict) -> bytes:
     """The canonical manifest text: sorted keys, indent 1, trailing newline."""
-    return (json.dumps(manifest, indent=1, sort_keys=True, ensure_ascii=False) + "\n").encode()
+    return (json.dumps(manifest, indent=1, sort_keys=True, ensure_ascii=False, allow_nan=False) + "\n").encode()
 
 
-if __name__ == "__main__":  # regenerate manifests/manifest.schema.json
-    sys.stdout.write(json.dumps(SCHEMA, indent=1, sort_keys=True) + "\n")
+def export() -> str:
+    """The text of manifests/manifest.schema.json. Regenerate it with
+    `python -c "from curate.manifest.schema import export; print(export(), end='')" > manifests/manifest.schema.json`."""
+    return json.dumps(SCHEMA, indent=1, sort_keys=True) + "\n"

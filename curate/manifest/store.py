@@ -69,6 +69,4 @@ def copy_file(src: str, src_options: dict | None, dst_fs, dst_path: str, ticker:
             size += len(block)
             if ticker is not None:
                 ticker.add(len(block))
-    if ticker is not None:
-        ticker.add(file_done=True)
     return size, h.hexdigest()

@@ -113,7 +113,7 @@ def _compute(texts: pa.Array, sw, ph) -> pa.Table:
     np.cumsum(n_lines, out=line_off[1:])
 
     raw, upper_cnt, line_len, terminal, bullet = raw_kernel.raw_pass(
-        data, starts, ends, line_off, t.flags, sw.slots, sw.keys, sw.data, sw.off, sw.max_len)
+        data, starts, ends, line_off, t.flags, sw.slots, sw.keys, sw.data, sw.off, sw.max_len, sw.first)
 
     py_cps, py_start, py_end = _python_normalized(texts, np.flatnonzero(sigma), n)
     norm, entropy, l_words, l_chars, l_numeric, l_js = words_kernel.words_pass(

@@ -21,6 +21,7 @@ class StopWordTable(NamedTuple):
     data: np.ndarray  # UTF-8 bytes of the words, concatenated
     off: np.ndarray
     max_len: int  # longest word in bytes: longer tokens are not looked up
+    first: np.ndarray  # uint8[256]: 1 for bytes some word starts with
 
 
 class PhraseTable(NamedTuple):
@@ -42,7 +43,9 @@ def stop_word_table(words: frozenset[str]) -> StopWordTable:
     data = np.frombuffer(b"".join(encoded), np.uint8).copy() if encoded else np.zeros(1, np.uint8)
     slots, keys = raw_kernel.build_word_set(data, off)
     max_len = max((len(b) for b in encoded), default=0)
-    return StopWordTable(slots, keys, data, off, max_len)
+    first = np.zeros(256, np.uint8)
+    first[[b[0] for b in encoded if b]] = 1
+    return StopWordTable(slots, keys, data, off, max_len, first)
 
 
 @lru_cache(maxsize=16)

@@ -132,7 +132,7 @@ def _is_bullet(cp):
 
 
 @nb.njit(cache=True)
-def _one_doc(data, start, end, flags, sw_slots, sw_keys, sw_data, sw_off, sw_max,
+def _one_doc(data, start, end, flags, sw_slots, sw_keys, sw_data, sw_off, sw_max, sw_first,
              doc, line0, upper_cnt, line_len, terminal, bullet):
     n_chars = 0
     n_words = 0
@@ -182,7 +182,8 @@ def _one_doc(data, start, end, flags, sw_slots, sw_keys, sw_data, sw_off, sw_max
                     n_alpha += 1
                 if (tok_first_upper if tok_len == 1 else (tok_cased and not tok_kill)):
                     n_caps += 1
-                if p - tok_start <= sw_max and _in_word_set(data, tok_start, p, sw_slots, sw_keys, sw_data, sw_off):
+                if (p - tok_start <= sw_max and sw_first[data[tok_start]]
+                        and _in_word_set(data, tok_start, p, sw_slots, sw_keys, sw_data, sw_off)):
                     n_stop += 1
             tok = ctype
             tok_start = p
@@ -299,11 +300,13 @@ def scan_docs(data, starts, ends):
 
 
 @nb.njit(cache=True, nogil=True)
-def raw_pass(data, starts, ends, line_off, flags, sw_slots, sw_keys, sw_data, sw_off, sw_max):
+def raw_pass(data, starts, ends, line_off, flags, sw_slots, sw_keys, sw_data, sw_off, sw_max, sw_first):
     """Counts for documents ``data[starts[i]:ends[i]]``.
 
     ``line_off`` (len n+1) gives where each document's lines go in the per-line
-    outputs; it must hold the exact line counts (see ``scan_docs``).
+    outputs; it must hold the exact line counts (see ``scan_docs``). Stop words:
+    the table from ``build_word_set``, the longest word's byte length, and a
+    256-entry mask of the bytes they start with (a cheap pre-filter).
     """
     n = len(starts)
     doc = np.zeros((n, _NDOC), np.int64)
@@ -313,6 +316,6 @@ def raw_pass(data, starts, ends, line_off, flags, sw_slots, sw_keys, sw_data, sw
     terminal = np.zeros(total, np.bool_)
     bullet = np.zeros(total, np.bool_)
     for i in range(n):
-        _one_doc(data, starts[i], ends[i], flags, sw_slots, sw_keys, sw_data, sw_off, sw_max,
+        _one_doc(data, starts[i], ends[i], flags, sw_slots, sw_keys, sw_data, sw_off, sw_max, sw_first,
                  doc[i], line_off[i], upper_cnt, line_len, terminal, bullet)
     return doc, upper_cnt, line_len, terminal, bullet

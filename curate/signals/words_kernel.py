@@ -41,6 +41,7 @@ DOC_FIELDS = (
 _NDOC = len(DOC_FIELDS)
 _TOP0 = 5
 _DUPE0 = 8
+_TERM_CACHE = 4096  # entropy terms cached for word counts below this
 
 _U64 = np.uint64
 _SEED = _U64(0x9E3779B97F4A7C15)
@@ -392,6 +393,9 @@ def _entropy(counts, n_ids, n_words, term, term_doc, doc_index):
     e = 0.0
     for c in range(n_ids):
         x = counts[c]
+        if x >= _TERM_CACHE:
+            e += -x / n_words * np.log(x / n_words)
+            continue
         if term_doc[x] != doc_index:
             term[x] = -x / n_words * np.log(x / n_words)
             term_doc[x] = doc_index
@@ -417,13 +421,16 @@ def words_pass(data, starts, ends, py_cps, py_start, py_end, line_off, flags, nf
     line_numeric = np.zeros(total_lines, np.int64)
     line_js = np.zeros(total_lines, np.int64)
     cap = 16
+    wmax = 16
     for i in range(n):
-        size = (ends[i] - starts[i]) * 2 + 16  # see unicode_tables: <= 2 code points per byte
+        nbytes = ends[i] - starts[i]
+        size = nbytes * 2 + 16  # see unicode_tables: <= 2 code points per byte
         if py_start[i] >= 0:
             size = max(size, py_end[i] - py_start[i] + 16)
         cap = max(cap, size)
+        # a word comes from a run of non-space raw characters, runs are separated
+        wmax = max(wmax, nbytes // 2 + 2)
     buf = np.empty(cap, np.int32)
-    wmax = cap // 2 + 2
     tsize = _pow2_at_least(2 * wmax)
     w_start = np.empty(wmax, np.int32)
     w_len = np.empty(wmax, np.int32)
@@ -431,7 +438,6 @@ def words_pass(data, starts, ends, py_cps, py_start, py_end, line_off, flags, nf
     ids = np.empty(wmax, np.int32)
     counts = np.empty(wmax, np.int32)
     rep = np.empty(wmax, np.int32)
-    slots = np.empty(tsize, np.int32)
     cls_a = np.empty(wmax, np.int32)
     cls_b = np.empty(wmax, np.int32)
     pos_a = np.empty(wmax, np.int32)
@@ -441,8 +447,9 @@ def words_pass(data, starts, ends, py_cps, py_start, py_end, line_off, flags, nf
     first = np.empty(wmax, np.int32)
     keys = np.empty(tsize, np.int64)
     vals = np.empty(tsize, np.int32)
-    term = np.zeros(wmax + 1, np.float64)
-    term_doc = np.full(wmax + 1, -1, np.int64)
+    slots = vals  # word interning is done before the n-gram levels reuse it
+    term = np.zeros(_TERM_CACHE, np.float64)
+    term_doc = np.full(_TERM_CACHE, -1, np.int64)
     for i in range(n):
         if py_start[i] >= 0:
             n_cp = py_end[i] - py_start[i]

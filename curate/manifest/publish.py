@@ -1,0 +1,121 @@
+"""Copy a verified run to its final home (a local directory or any fsspec URI such as s3://bucket/prefix).
+
+Order matters to readers polling DEST: an older DEST/manifest.json is removed first, every file is
+streamed over and its size re-checked at DEST, and the manifest is written last, so whoever sees a
+manifest at DEST can trust every file it lists to be there, complete.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import time
+from concurrent.futures import FIRST_EXCEPTION, ThreadPoolExecutor, wait
+
+from curate.errors import CurateError
+from curate.io import fs
+
+from . import schema, store
+from .digest import default_workers
+from .progress import Ticker
+from .verify import check_files, read_manifest
+
+log = logging.getLogger("curate")
+EXTRAS = ("pipeline.yaml",)  # copied alongside the listed files when present, even if unlisted
+
+
+def _same_place(src_fs, src: str, dst_fs, dst: str) -> bool:
+    if fs.is_local(src_fs) and fs.is_local(dst_fs):
+        return os.path.realpath(src) == os.path.realpath(dst)
+    return type(src_fs) is type(dst_fs) and src.rstrip("/") == dst.rstrip("/")
+
+
+def _problems(lines: list[str], limit: int = 20) -> str:
+    more = f"\n  ... and {len(lines) - limit} more" if len(lines) > limit else ""
+    return "\n  ".join(lines[:limit]) + more
+
+
+def publish(run: str, dest: str, storage_options: dict | None = None, *, run_storage_options: dict | None = None,
+            workers: int | None = None) -> dict:
+    """Verify RUN, copy its listed files (and pipeline.yaml) to DEST, check their sizes there, then write
+    DEST/manifest.json. `storage_options` are for DEST, `run_storage_options` for RUN.
+
+    Returns {"dest", "files", "bytes", "seconds"}. Raises CurateError, leaving no manifest at DEST, if RUN
+    fails verification, a file changes while being copied, or a copy or the size check at DEST fails."""
+    started = time.monotonic()
+    raw, manifest, problems = read_manifest(run, run_storage_options)
+    if not problems:
+        problems = [f"schema: {p}" for p in schema.problems(manifest)]
+        problems += check_files(run, manifest, run_storage_options, workers)
+    if problems:
+        raise CurateError(f"refusing to publish {run}: it does not match its manifest:\n  {_problems(problems)}")
+
+    src_fs, src_root = fs.filesystem(run, run_storage_options)
+    dst_fs, dst_root = fs.filesystem(dest, storage_options)
+    if _same_place(src_fs, src_root, dst_fs, dst_root):
+        raise CurateError(f"cannot publish {run} onto itself")
+    listed = {e["path"]: (e["bytes"], e["sha256"]) for e in manifest["files"]}
+    items = dict(listed)
+    for extra in EXTRAS:
+        if extra not in items and src_fs.exists(fs.join(src_root, extra)):
+            items[extra] = (int(src_fs.info(fs.join(src_root, extra))["size"]), None)
+    total = sum(size for size, _ in items.values())
+    log.info("publish %s -> %s: %d files, %.1f MiB", run, dest, len(items), total / 2**20)
+
+    dst_manifest = fs.join(dst_root, schema.MANIFEST_NAME)
+    if dst_fs.exists(dst_manifest):  # it describes files about to be overwritten: take it down first
+        log.info("publish: removing the previous %s at %s", schema.MANIFEST_NAME, dest)
+        dst_fs.rm(dst_manifest)
+
+    sent = _copy_all(run, dest, items, dst_fs, dst_root, run_storage_options, Ticker("publish", len(items), total),
+                     workers)
+
+    try:
+        dst_fs.invalidate_cache()
+        wrong = []
+        for rel, size in sorted(sent.items()):
+            found = int(dst_fs.info(fs.join(dst_root, rel))["size"])
+            if found != size:
+                wrong.append(f"{rel} (size {found} != {size})")
+    except OSError as exc:
+        raise CurateError(f"publishing {run} to {dest}: cannot check the copies there ({exc}); "
+                          f"{schema.MANIFEST_NAME} was not written") from exc
+    if wrong:
+        raise CurateError(f"publishing {run} to {dest}: copies differ in size at the destination; "
+                          f"{schema.MANIFEST_NAME} was not written:\n  {_problems(wrong)}")
+
+    store.write_atomic(dst_fs, dst_manifest, raw)
+    seconds = round(time.monotonic() - started, 3)
+    report = {"dest": dest, "files": len(sent), "bytes": sum(sent.values()), "seconds": seconds}
+    log.info("published %s -> %s: %d files, %.1f MiB in %.1fs", run, dest, report["files"],
+             report["bytes"] / 2**20, seconds)
+    return report
+
+
+def _copy_all(run, dest, items, dst_fs, dst_root, run_storage_options, ticker, workers) -> dict[str, int]:
+    """Copy every item, a few at a time; the first failure cancels the copies not yet started."""
+
+    def one(rel: str) -> int:
+        size, digest = store.copy_file(fs.join(run, rel), run_storage_options, dst_fs, fs.join(dst_root, rel), ticker)
+        ticker.add(file_done=True)
+        want_size, want_digest = items[rel]
+        if want_digest is not None and (size, digest) != (want_size, want_digest):
+            raise CurateError(f"{rel} changed while it was being published "
+                              f"(size {size}, sha256 {digest[:12]}... != {want_size}, {want_digest[:12]}...)")
+        return size
+
+    pool = ThreadPoolExecutor(max_workers=max(1, min(workers or default_workers(), len(items))))
+    try:
+        futures = {pool.submit(one, rel): rel for rel in sorted(items)}
+        done, _ = wait(futures, return_when=FIRST_EXCEPTION)
+        for future in done:
+            if future.exception() is not None:
+                pool.shutdown(wait=True, cancel_futures=True)
+                exc, rel = future.exception(), futures[future]
+                raise CurateError(f"publishing {run} to {dest} failed on {rel}: {exc}; "
+                                  f"{schema.MANIFEST_NAME} was not written") from exc
+        sent = {futures[f]: f.result() for f in futures}
+    finally:
+        pool.shutdown(wait=True)
+    ticker.finish()
+    return sent

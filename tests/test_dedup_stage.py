@@ -1,0 +1,103 @@
+"""The minhash + dedup stages end to end on the sample corpus: Zyda-2's cross-source policy and `all`."""
+
+import json
+
+import duckdb
+import pytest
+
+from conftest import run_cli
+
+PRIORITY = ["fwe", "dclm", "zyda", "dolma_cc"]
+
+
+def _pipeline(tmp_path, sample, policy="cross_source", partitions=4, extra=""):
+    f = tmp_path / f"dd-{policy}-{partitions}.yaml"
+    f.write_text(f"""name: dd
+priority: {PRIORITY}
+sources:
+  fwe: {{format: fineweb, paths: '{sample}/fwe/data/*/*.parquet'}}
+  dclm: {{format: dclm, paths: '{sample}/dclm/global-shard_*/local-shard_*/*.jsonl.zst'}}
+  zyda: {{format: zyda, paths: '{sample}/zyda/data/*/*.parquet'}}
+  dolma_cc: {{format: dolma, paths: '{sample}/dolma_cc/data/*/*.json.gz'}}
+stages:
+  ingest: {{}}
+  minhash: {{preset: zyda2, partitions: {partitions}{extra}}}
+  dedup: {{policy: {policy}}}
+""")
+    return f
+
+
+@pytest.fixture(scope="module")
+def cross(tmp_path_factory, sample_dir):
+    tmp = tmp_path_factory.mktemp("dd")
+    assert run_cli(_pipeline(tmp, sample_dir), "--output", tmp / "run", "--inline", "-q") == 0
+    return tmp / "run"
+
+
+def test_cross_source_keeps_the_best_source_of_each_mixed_cluster(cross):
+    rows = duckdb.sql(f"SELECT source, cluster, kept FROM read_parquet('{cross}/dedup/clusters/*/*.parquet')").fetchall()
+    clusters = {}
+    for source, cluster, kept in rows:
+        clusters.setdefault(cluster, []).append((source, kept))
+    acted = 0
+    for members in clusters.values():
+        best = min(PRIORITY.index(s) for s, _ in members)
+        for source, kept in members:
+            assert kept == (PRIORITY.index(source) == best)
+        acted += len({s for s, _ in members}) > 1
+    assert acted >= 2
+    removed = duckdb.sql(f"SELECT source, count(*) FROM read_parquet('{cross}/ledger/dedup/*/*.parquet') GROUP BY 1").fetchall()
+    assert "fwe" not in dict(removed), "nothing is ever removed from the top source"
+    assert sum(n for _, n in removed) >= 3
+
+
+def test_ledger_names_the_kept_document(cross):
+    rows = duckdb.sql(f"""SELECT l.reason, l.detail, c.cluster FROM read_parquet('{cross}/ledger/dedup/*/*.parquet') l
+        JOIN read_parquet('{cross}/dedup/clusters/*/*.parquet') c USING (id, source)""").fetchall()
+    assert rows
+    kept = {i: (s, cl) for i, s, cl in duckdb.sql(
+        f"SELECT id, source, cluster FROM read_parquet('{cross}/dedup/clusters/*/*.parquet') WHERE kept").fetchall()}
+    for reason, detail, cluster in rows:
+        kept_id = detail.split(" ")[1]
+        kept_source = reason.split(":")[1]
+        assert kept[kept_id] == (kept_source, cluster)
+
+
+def test_found_pairs_are_planted_and_most_planted_pairs_are_found(cross, sample_dir):
+    truth = json.loads((sample_dir / "truth.json").read_text())
+    planted = {}
+    for g, group in enumerate(truth["groups"]):
+        for m in group["members"]:
+            planted[(m["source"], m["id"])] = g
+    removed = duckdb.sql(f"SELECT source, id FROM read_parquet('{cross}/ledger/dedup/*/*.parquet')").fetchall()
+    assert all(r in planted for r in removed), "every removal is a planted duplicate (precision 1 on the sample)"
+
+
+def test_results_do_not_depend_on_the_number_of_partitions(tmp_path, sample_dir, cross):
+    assert run_cli(_pipeline(tmp_path, sample_dir, partitions=1), "--output", tmp_path / "p1", "--inline", "-q") == 0
+    q = "SELECT source, id, reason, detail FROM read_parquet('{}/ledger/dedup/*/*.parquet') ORDER BY ALL"
+    assert duckdb.sql(q.format(tmp_path / "p1")).fetchall() == duckdb.sql(q.format(cross)).fetchall()
+
+
+def test_policy_all_keeps_one_document_per_cluster(tmp_path, sample_dir):
+    f = _pipeline(tmp_path, sample_dir, policy="all", extra=", tie_break: longer")
+    assert run_cli(f, "--output", tmp_path / "run", "--inline", "-q") == 0
+    rows = duckdb.sql(f"""SELECT cluster, count(*) FILTER (WHERE kept), count(*) FROM
+        read_parquet('{tmp_path}/run/dedup/clusters/*/*.parquet') GROUP BY 1""").fetchall()
+    assert rows and all(k == 1 and n >= 2 for _, k, n in rows)
+    # within one source, the longer text wins
+    within = duckdb.sql(f"""SELECT c.cluster, c.kept, length(d.text) AS n FROM read_parquet('{tmp_path}/run/dedup/clusters/*/*.parquet') c
+        JOIN read_parquet('{tmp_path}/run/docs/*/*.parquet', union_by_name=true) d USING (id)
+        WHERE c.cluster IN (SELECT cluster FROM read_parquet('{tmp_path}/run/dedup/clusters/*/*.parquet')
+                            GROUP BY 1 HAVING count(DISTINCT source) = 1)""").fetchall()
+    best = {}
+    for cluster, kept, n in within:
+        best.setdefault(cluster, []).append((n, kept))
+    for members in best.values():
+        assert max(members)[1] or max(m[0] for m in members if m[1]) == max(m[0] for m in members)
+
+
+def test_s_curve_is_printed_before_running(tmp_path, sample_dir, capsys):
+    assert run_cli(_pipeline(tmp_path, sample_dir), "--output", tmp_path / "run", "--inline", "-q") == 0
+    err = capsys.readouterr().err
+    assert "8 bands x 16 rows" in err and "P(candidate)" in err and "0.85" in err
