@@ -28,6 +28,7 @@ from curate.dedup import (
     compute_signatures,
     format_s_curve,
     get_preset,
+    normalizer,
     permutation_params,
     python_hashfunc,
     reference_minhash,
@@ -35,7 +36,7 @@ from curate.dedup import (
     s_curve,
 )
 from curate.dedup.hashes import murmur3_32, murmur3_32_py, poly64_32, poly64_32_py, sha1_32
-from curate.dedup.normalize import STEPS
+from curate.dedup.normalize import DATATROVE_PUNCTUATION, STEPS
 from curate.dedup.presets import RPV2_BANDS
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -196,11 +197,11 @@ def test_rpv2_matches_redpajama_generate_signature():
     p = np.uint64((1 << 61) - 1)
     perms = np.array([(rng.randint(1, p, dtype=np.uint64), rng.randint(0, p, dtype=np.uint64))
                       for _ in range(128)], dtype=np.uint64).T
-    docs = [d for d in DOCS if len(spec.shingling._norm(d).split()) >= 13][:60]
+    docs = [d for d in DOCS if len(normalizer(spec.shingling.normalize)(d).split()) >= 13][:60]
     assert len(docs) >= 30
     sigs = compute_signatures(docs, spec)
     for i, text in enumerate(docs):
-        words = spec.shingling._norm(text).split()
+        words = normalizer(spec.shingling.normalize)(text).split()
         grams = {" ".join(words[j:j + 13]) for j in range(len(words) - 12)}
         h = np.array([sha1_hash32(g.encode("utf-8")) for g in grams], dtype=np.uint64)
         a, b = perms
@@ -417,19 +418,32 @@ def test_arrow_output_and_input_types():
 # Normalisation: the fast steps equal their definitions
 # -------------------------------------------------------------------------------------------------
 
-def _punct_definition(t: str) -> str:
-    controls = {c for a, b in ((0, 9), (11, 13), (13, 32), (127, 160)) for c in range(a, b)}
-    return "".join(" " if (unicodedata.category(c).startswith("P") or c in "$+<=>^`|~►━∶" or ord(c) in controls)
+def _unicode_punct_definition(t: str) -> str:
+    return "".join(" " if (unicodedata.category(c).startswith("P") or c in "$+<=>^`|~" or c in DATATROVE_PUNCTUATION)
                    else c for c in t)
 
 
 DEFINITIONS = {
     "del_ascii_punct": lambda t: t.translate(str.maketrans("", "", string.punctuation)),
     "ascii_punct_to_space": lambda t: t.translate(str.maketrans(string.punctuation, " " * len(string.punctuation))),
-    "punct_to_space": _punct_definition,
+    "datatrove_punct_to_space": lambda t: t.translate(str.maketrans(DATATROVE_PUNCTUATION, " " * len(DATATROVE_PUNCTUATION))),
+    "unicode_punct_to_space": _unicode_punct_definition,
     "strip_accents": lambda t: "".join(c for c in unicodedata.normalize("NFD", t) if unicodedata.category(c) != "Mn"),
     "collapse_ws": lambda t: __import__("re").sub(r"\s+", " ", t.strip()),
 }
+
+
+def test_fineweb_normalisation_is_datatrove_simplify_text():
+    """Skips where datatrove's text module cannot import (it needs the third-party `regex` package)."""
+    try:
+        from datatrove.utils.text import PUNCTUATION, simplify_text
+    except ImportError as err:
+        pytest.skip(f"datatrove.utils.text not importable: {err}")
+    assert set(PUNCTUATION) == set(DATATROVE_PUNCTUATION)
+    norm = get_preset("fineweb").shingling.text_for_kernel
+    extra = ["Il était 3,5 fois • plus ¡rápido! l´altra col·labora 『八百科』 ８９ １２", "Ｉ ＬＯＶＥ Ⅻ ß İ"]
+    for text in DOCS + extra:
+        assert norm(text) == " ".join(simplify_text(text).split()), text[:60]
 
 
 @pytest.mark.parametrize("step", sorted(DEFINITIONS))

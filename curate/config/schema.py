@@ -50,6 +50,11 @@ def check(value, spec: Field, file: str, key: str):
         if spec.nullable or (spec.default is None):
             return None
         raise ConfigError(file, key, f"expected {_expected(spec)}, got null")
+    if float in spec.types and str not in spec.types and isinstance(value, str):
+        try:  # YAML 1.1 reads `1e9` as a string; a number was meant
+            value = float(value)
+        except ValueError:
+            pass
     if str in spec.types and list in spec.types and isinstance(value, str):
         value = [value]  # "paths: one/glob" is the common case of a list of one
     if not any(_is(value, t) for t in spec.types):

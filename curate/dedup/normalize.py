@@ -10,9 +10,13 @@ Steps:
 - ``lower``: ``str.lower``.
 - ``del_ascii_punct``: delete ``string.punctuation`` (Zyda-1, RedPajama-V2).
 - ``ascii_punct_to_space``: replace ``string.punctuation`` with spaces.
-- ``punct_to_space``: datatrove-style: every Unicode punctuation character (categories P*), the ASCII
-  symbols ``$+<=>^`|~``, a few symbols datatrove lists (``► ━ ∶``) and control characters become a space.
-  An approximation of datatrove's hand-made table (its module needs the third-party ``regex`` package).
+- ``datatrove_punct_to_space``: datatrove's ``PUNCTUATION`` table (ASCII punctuation, 34 CJK/typographic
+  marks such as ``« » – — ’ “ ” … 、 。 「 」 ！ ？``, and the C0/C1 control characters except tab and
+  newline) becomes a space: what datatrove's ``simplify_text`` does. The table is copied (datatrove 0.10,
+  Apache-2.0) so the result does not depend on whether datatrove's text module (which needs the
+  third-party ``regex`` package) imports.
+- ``unicode_punct_to_space``: every Unicode punctuation character (categories P*), the ASCII symbols
+  ``$+<=>^`|~`` and the characters of datatrove's table become a space (a broader variant).
 - ``digits_to_0``: each run of decimal digits (any script, ``\\d`` = Unicode Nd), with an optional
   decimal part, becomes ``0`` (datatrove's ``norm_numbers``).
 - ``strip_accents``: NFD, then drop combining marks (Mn) (datatrove's ``norm_unicode_diacritics``).
@@ -38,18 +42,32 @@ _ASCII_PUNCT_TO_SPACE = bytes(0x20 if chr(c) in string.punctuation else c for c 
 # occur inside a multi-byte UTF-8 sequence); non-ASCII runs are handled separately and only when present.
 
 
-@lru_cache(maxsize=1)
-def _punct_to_space_tables() -> tuple[bytes, dict[int, str]]:
-    """(256-byte table for the ASCII part, dict for the rest): punctuation, a few symbols, controls."""
-    chars = {c for a, b in ((0, 9), (11, 13), (13, 32), (127, 160)) for c in range(a, b)}
-    chars.update(map(ord, "$+<=>^`|~►━∶"))
-    chars.update(c for c in range(sys.maxunicode + 1) if unicodedata.category(chr(c)).startswith("P"))
+# datatrove 0.10, datatrove/utils/text.py PUNCTUATION (what simplify_text maps to spaces)
+DATATROVE_PUNCTUATION = (string.punctuation + "«´»–—’“”„…∶━►、。〈〉《》「」【】！％（），．１：；？～"
+                         + "".join(chr(c) for a, b in ((0, 9), (11, 32), (127, 160)) for c in range(a, b)))
+
+
+def _tables(chars: Iterable[int]) -> tuple[bytes, dict[int, str]]:
+    """(256-byte table for the ASCII part, dict for the rest) mapping ``chars`` to a space."""
+    chars = set(chars)
     ascii_table = bytes(0x20 if c in chars else c for c in range(128)) + bytes(range(128, 256))
     return ascii_table, {c: " " for c in chars if c >= 128}
 
 
-def _punct_to_space(text: str) -> str:
-    ascii_table, rest = _punct_to_space_tables()
+@lru_cache(maxsize=1)
+def _datatrove_tables():
+    return _tables(map(ord, DATATROVE_PUNCTUATION))
+
+
+@lru_cache(maxsize=1)
+def _unicode_tables():
+    chars = set(map(ord, DATATROVE_PUNCTUATION + "$+<=>^`|~"))
+    chars.update(c for c in range(sys.maxunicode + 1) if unicodedata.category(chr(c)).startswith("P"))
+    return _tables(chars)
+
+
+def _to_space(text: str, tables) -> str:
+    ascii_table, rest = tables
     text = text.encode("utf-8").translate(ascii_table).decode("utf-8")
     if text.isascii():
         return text
@@ -75,7 +93,8 @@ STEPS: dict[str, Callable[[str], str]] = {
     "lower": str.lower,
     "del_ascii_punct": lambda t: t.encode("utf-8").translate(None, _ASCII_PUNCT).decode("utf-8"),
     "ascii_punct_to_space": lambda t: t.encode("utf-8").translate(_ASCII_PUNCT_TO_SPACE).decode("utf-8"),
-    "punct_to_space": _punct_to_space,
+    "datatrove_punct_to_space": lambda t: _to_space(t, _datatrove_tables()),
+    "unicode_punct_to_space": lambda t: _to_space(t, _unicode_tables()),
     "digits_to_0": lambda t: _NUMBERS.sub("0", t),
     "strip_accents": _strip_accents,
     # same as re.sub(r"\s+", " ", t.strip()): str.split and re's \s use the same whitespace set

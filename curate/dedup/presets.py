@@ -13,10 +13,10 @@ changes (for example ``hash="sha1"`` for datasketch-identical signatures).
   ``datasketch.MinHash(num_perm=128, seed=1)`` with sha1_hash32 and the pre-2.0 (legacy) permutations;
   LSH threshold 0.4 -> 32 bands x 4 rows. Deviations: no ``ftfy`` (a text-repair step, not a dependency
   here) and a whitespace split instead of NLTK ``word_tokenize`` (see ``shingles.py``).
-- ``fineweb``: word 5-grams after datatrove-style simplification (lowercase, digits -> 0, punctuation
-  -> space, whitespace collapsed, accents stripped), 14 buckets x 8 hashes = 112 permutations, seed 1.
-  datatrove hashes with xxhash64 at 64-bit precision and tokenises with spaCy; here 32-bit ``poly64``
-  and a whitespace split.
+- ``fineweb``: word 5-grams after datatrove's ``simplify_text`` (lowercase, digits -> 0, datatrove's
+  punctuation table -> space, whitespace collapsed, accents stripped; the same text, tested), 14
+  buckets x 8 hashes = 112 permutations, seed 1. datatrove hashes with xxhash64 at 64-bit precision and
+  tokenises with spaCy; here 32-bit ``poly64`` and a whitespace split.
 - ``rpv2``: word 13-grams of RedPajama-V2-normalised words (ASCII punctuation removed, lowercase,
   whitespace collapsed, NFD), sha1_hash32, 128 permutations from ``np.random.RandomState(42)`` (legacy
   scheme: bit for bit RPv2's ``signature_sim*`` values). Bands per threshold: 0.7 -> 14x9, 0.8 -> 9x13,
@@ -32,7 +32,7 @@ from .signatures import MinHashSpec
 
 ZYDA1_NORM = ("nfc", "lower", "del_ascii_punct", "collapse_ws")
 RPV2_NORM = ("del_ascii_punct", "lower", "collapse_ws", "nfd")
-FINEWEB_NORM = ("lower", "digits_to_0", "punct_to_space", "collapse_ws", "strip_accents")
+FINEWEB_NORM = ("lower", "digits_to_0", "datatrove_punct_to_space", "collapse_ws", "strip_accents")
 
 RPV2_BANDS = {0.7: (14, 9), 0.8: (9, 13), 0.9: (5, 25), 1.0: (1, 128)}
 

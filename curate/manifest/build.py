@@ -7,6 +7,7 @@ import importlib.metadata
 import json
 import platform
 import re
+from collections import Counter
 from datetime import datetime, timezone
 
 import curate
@@ -44,8 +45,8 @@ def normalize(path: str) -> str:
 
 def write_manifest(run: str, body: dict, files: list[str], *, storage_options: dict | None = None,
                    workers: int | None = None) -> dict:
-    """Hash `files` (paths relative to `run`), complete `body` with files/created_at/created_by/versions,
-    validate it and write RUN/manifest.json atomically. Returns the manifest.
+    """Hash `files` (paths relative to `run`), complete `body` with files/created_at/created_by/versions
+    (and format_version, unless the body sets it), validate it and write RUN/manifest.json atomically. Returns the manifest.
 
     Raises CurateError if `body` sets a computed key, a file is missing or unreadable, or the result breaks
     the schema (the message names the JSON path of every problem)."""
@@ -56,21 +57,24 @@ def write_manifest(run: str, body: dict, files: list[str], *, storage_options: d
     unsafe = [p for p in paths if not re.match(schema.REL_PATH, p) or p == schema.MANIFEST_NAME]
     if unsafe:  # checked before hashing: '../x' must never be read
         raise CurateError(f"write_manifest: not a file path inside the run: {', '.join(map(repr, unsafe))}")
-    duplicates = sorted({p for p in paths if paths.count(p) > 1})
+    duplicates = sorted(p for p, n in Counter(paths).items() if n > 1)
     if duplicates:
         raise CurateError(f"write_manifest: files listed twice: {', '.join(duplicates)}")
     paths.sort()
+    manifest = dict(body)
+    manifest.setdefault("format_version", schema.FORMAT_VERSION)  # the writer knows which format it writes
+    manifest["created_at"] = datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    manifest["created_by"] = f"curate {curate.__version__}"
+    manifest["versions"] = versions()
+    # fail on a wrong body before hashing what may be terabytes; placeholders stand in for the digests
+    manifest["files"] = [{"path": p, "bytes": 0, "sha256": "0" * 64} for p in paths]
+    schema.check(manifest, f"the manifest for {run}")
     hashed = hash_files(run, paths, storage_options, workers, what="manifest")
     unreadable = [f"{p}: {'missing' if isinstance(r, FileNotFoundError) else r}"
                   for p, r in hashed.items() if isinstance(r, Exception)]
     if unreadable:
         raise CurateError(f"cannot hash the files of {run}:\n  " + "\n  ".join(unreadable))
-    manifest = dict(body)
     manifest["files"] = [{"path": p, "bytes": hashed[p][0], "sha256": hashed[p][1]} for p in paths]
-    manifest["created_at"] = datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
-    manifest["created_by"] = f"curate {curate.__version__}"
-    manifest["versions"] = versions()
-    schema.check(manifest, f"the manifest for {run}")
     try:
         data = schema.dumps(manifest)
     except (TypeError, ValueError) as exc:  # a value JSON cannot hold (NaN, a numpy scalar, ...)

@@ -67,7 +67,7 @@ def publish(run: str, dest: str, storage_options: dict | None = None, *, run_sto
         log.info("publish: removing the previous %s at %s", schema.MANIFEST_NAME, dest)
         dst_fs.rm(dst_manifest)
 
-    sent = _copy_all(run, dest, items, dst_fs, dst_root, run_storage_options, Ticker("publish", len(items), total),
+    sent = _copy_all(run, dest, items, src_fs, src_root, dst_fs, dst_root, Ticker("publish", len(items), total),
                      workers)
 
     try:
@@ -92,11 +92,11 @@ def publish(run: str, dest: str, storage_options: dict | None = None, *, run_sto
     return report
 
 
-def _copy_all(run, dest, items, dst_fs, dst_root, run_storage_options, ticker, workers) -> dict[str, int]:
+def _copy_all(run, dest, items, src_fs, src_root, dst_fs, dst_root, ticker, workers) -> dict[str, int]:
     """Copy every item, a few at a time; the first failure cancels the copies not yet started."""
 
     def one(rel: str) -> int:
-        size, digest = store.copy_file(fs.join(run, rel), run_storage_options, dst_fs, fs.join(dst_root, rel), ticker)
+        size, digest = store.copy_file(src_fs, fs.join(src_root, rel), dst_fs, fs.join(dst_root, rel), ticker)
         ticker.add(file_done=True)
         want_size, want_digest = items[rel]
         if want_digest is not None and (size, digest) != (want_size, want_digest):

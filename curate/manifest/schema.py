@@ -1,7 +1,8 @@
 """The manifest's JSON Schema, kept in Python so it ships inside the package (a wheel carries no `manifests/`).
 
-`manifests/manifest.schema.json` is this dict exported by `export()`; a test keeps the two equal. Checks a schema cannot express (unique file paths, outputs whose files are listed) live here too,
-so `write_manifest` and `verify` apply exactly the same rules.
+`manifests/manifest.schema.json` is this dict exported by `export()`; a test keeps the two equal. Checks
+a schema cannot express (unique file paths, outputs whose files are listed) live here too, so
+`write_manifest` and `verify` apply exactly the same rules.
 """
 
 from __future__ import annotations
@@ -25,8 +26,8 @@ _FRACTION = {"type": "number", "minimum": 0, "maximum": 1}
 
 def _object(properties: dict, required: list[str] | None = None, **extra) -> dict:
     """A closed object: every listed key required (unless `required` says otherwise), nothing else allowed."""
-    return {"type": "object", "properties": properties, "required": sorted(properties if required is None else required),
-            "additionalProperties": False, **extra}
+    required = sorted(properties if required is None else required)
+    return {"type": "object", "properties": properties, "required": required, "additionalProperties": False, **extra}
 
 
 SCHEMA: dict = {
@@ -159,6 +160,8 @@ def dumps(manifest: dict) -> bytes:
 
 
 def export() -> str:
-    """The text of manifests/manifest.schema.json. Regenerate it with
-    `python -c "from curate.manifest.schema import export; print(export(), end='')" > manifests/manifest.schema.json`."""
+    """The text of manifests/manifest.schema.json. Regenerate that file with
+    python -c "from curate.manifest.schema import export; print(export(), end='')" \\
+        > manifests/manifest.schema.json
+    """
     return json.dumps(SCHEMA, indent=1, sort_keys=True) + "\n"

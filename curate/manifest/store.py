@@ -15,7 +15,7 @@ from contextlib import contextmanager
 
 from curate.io import fs
 
-from .digest import BLOCK
+from .digest import BLOCK, open_read
 from .progress import Ticker
 
 
@@ -58,11 +58,11 @@ def write_atomic(filesystem, path: str, data: bytes) -> None:
         handle.write(data)
 
 
-def copy_file(src: str, src_options: dict | None, dst_fs, dst_path: str, ticker: Ticker | None = None) -> tuple[int, str]:
-    """Stream `src` to `dst_path` on `dst_fs` in 8 MiB blocks; returns (bytes, sha256) of what was sent, so
-    the caller can check that the file did not change after it was verified."""
+def copy_file(src_fs, src_path: str, dst_fs, dst_path: str, ticker: Ticker | None = None) -> tuple[int, str]:
+    """Stream `src_path` on `src_fs` to `dst_path` on `dst_fs` in 8 MiB blocks; returns (bytes, sha256) of
+    what was sent, so the caller can check that the file did not change after it was verified."""
     h, size = hashlib.sha256(), 0
-    with fs.open_input(src, src_options, block_size=BLOCK) as reader, atomic_open(dst_fs, dst_path) as writer:
+    with open_read(src_fs, src_path) as reader, atomic_open(dst_fs, dst_path) as writer:
         while block := reader.read(BLOCK):
             writer.write(block)
             h.update(block)

@@ -46,6 +46,7 @@ def check_files(run: str, manifest, storage_options: dict | None = None, workers
     reported without reading it."""
     entries = _listed(manifest)
     filesystem, root = fs.filesystem(run, storage_options)
+    filesystem.invalidate_cache()  # a cached listing (s3fs keeps them) could hide a change made since
     ticker = Ticker("verify", len(entries), sum(e["bytes"] for e in entries))
 
     def one(entry: dict) -> str | None:
@@ -56,7 +57,7 @@ def check_files(run: str, manifest, storage_options: dict | None = None, workers
                 return f"missing: {rel} (a directory is there)"
             if int(info.get("size") or 0) != entry["bytes"]:
                 return f"changed: {rel} (size {int(info.get('size') or 0)} != {entry['bytes']})"
-            size, digest = sha256_file(fs.join(run, rel), storage_options, ticker)
+            size, digest = sha256_file(filesystem, full, ticker)
         except FileNotFoundError:
             return f"missing: {rel}"
         except (OSError, ValueError) as exc:
