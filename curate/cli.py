@@ -40,6 +40,28 @@ def _query(args) -> int:
     return 0
 
 
+def _manifest(args) -> int:
+    if args.action == "verify":
+        from curate.manifest.verify import verify
+
+        problems = verify(args.run)
+        if problems:
+            print(f"{args.run}: {len(problems)} problem(s):", file=sys.stderr)
+            for line in problems:
+                print(f"  {line}", file=sys.stderr)
+            return 1
+        print(f"{args.run}: every file in manifest.json is present and unchanged")
+        return 0
+    from curate.manifest.publish import publish
+
+    if not args.dest:
+        raise CurateError("curate manifest publish RUN DEST")
+    report = publish(args.run, args.dest)
+    print(f"published {report['files']} files ({report['bytes']:,} bytes) to {report['dest']} in {report['seconds']:.1f}s; "
+          "manifest.json written last")
+    return 0
+
+
 def _sample(args) -> int:
     from curate.sample import make_sample
 
@@ -95,6 +117,12 @@ def parser() -> argparse.ArgumentParser:
     q.add_argument("--out", help="write the result to this file instead of printing it")
     q.add_argument("--limit", type=int, default=200, help="rows shown in table format (0: all)")
     q.set_defaults(func=_query)
+
+    m = sub.add_parser("manifest", help="verify a run's manifest, or publish a run to any fsspec destination")
+    m.add_argument("action", choices=["verify", "publish"])
+    m.add_argument("run", help="run directory (local path or fsspec URI)")
+    m.add_argument("dest", nargs="?", help="publish: destination (local folder, s3://bucket/prefix, ...)")
+    m.set_defaults(func=_manifest)
 
     s = sub.add_parser("sample", help="make the offline sample corpus (all four Zyda-2 sources in native formats)")
     s.add_argument("dir", nargs="?", default=".curate-sample")

@@ -333,3 +333,16 @@ def test_loopback_only(s3):
     assert url.startswith("http://127.0.0.1:")
     with socket.create_connection(("127.0.0.1", int(url.rsplit(":", 1)[1])), timeout=2):
         pass
+
+
+def test_progress_logs_every_n_files_not_every_block(caplog):
+    from curate.manifest.progress import Ticker
+
+    ticker = Ticker("publish", files=5, total_bytes=5 << 20, every=2, seconds=3600)
+    with caplog.at_level(logging.INFO, logger="curate"):
+        for _ in range(5):
+            ticker.add(1 << 19)
+            ticker.add(1 << 19, file_done=True)
+        ticker.finish()
+    lines = [r.getMessage() for r in caplog.records]
+    assert [line.split("  ")[0] for line in lines] == [f"[publish] {n}/5 files" for n in (2, 4, 5)]

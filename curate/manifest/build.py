@@ -46,7 +46,8 @@ def normalize(path: str) -> str:
 def write_manifest(run: str, body: dict, files: list[str], *, storage_options: dict | None = None,
                    workers: int | None = None) -> dict:
     """Hash `files` (paths relative to `run`), complete `body` with files/created_at/created_by/versions
-    (and format_version, unless the body sets it), validate it and write RUN/manifest.json atomically. Returns the manifest.
+    (and format_version, unless the body sets it), validate it and write RUN/manifest.json atomically.
+    Returns the manifest as written.
 
     Raises CurateError if `body` sets a computed key, a file is missing or unreadable, or the result breaks
     the schema (the message names the JSON path of every problem)."""

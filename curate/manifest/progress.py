@@ -31,8 +31,10 @@ class Ticker:
                 log.info("%s", self._status(now))
 
     def finish(self) -> float:
+        """Log the totals when the work took long enough to be worth a line (or progress was shown)."""
         elapsed = time.monotonic() - self.started
-        log.info("%s", self._status(time.monotonic()))
+        if elapsed >= 1.0 or self._logged_at:
+            log.info("%s", self._status(time.monotonic()))
         return elapsed
 
     def _status(self, now: float) -> str:

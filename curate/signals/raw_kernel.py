@@ -40,15 +40,15 @@ _U64 = np.uint64
 
 @nb.njit(cache=True)
 def _pack(data, start, end):
-    """Length and first 16 bytes of ``data[start:end]`` as two little-endian
-    integers: an exact key for short byte strings, no hashing loop needed."""
+    """First 16 bytes of ``data[start:end]`` as two little-endian integers:
+    with the length, an exact key for short byte strings."""
     k0 = _U64(0)
     k1 = _U64(0)
-    n = min(end - start, 16)
-    for t in range(min(n, 8)):
-        k0 |= _U64(data[start + t]) << _U64(8 * t)
-    for t in range(8, n):
-        k1 |= _U64(data[start + t]) << _U64(8 * (t - 8))
+    for t in range(min(end - start, 16)):
+        if t < 8:
+            k0 |= _U64(data[start + t]) << _U64(8 * t)
+        else:
+            k1 |= _U64(data[start + t]) << _U64(8 * (t - 8))
     return k0, k1
 
 
@@ -65,20 +65,21 @@ def _slot(k0, k1, length, mask):
 def build_word_set(data, offsets):
     """Open-addressing table over byte strings ``data[offsets[k]:offsets[k+1]]``.
 
-    Returns (slots, keys) where ``keys[k] = (first 8 bytes, next 8 bytes)``;
-    strings longer than 16 bytes are also compared byte by byte on a hit.
+    Returns (slots, keys) where ``keys[k] = (first 8 bytes, next 8 bytes,
+    length)``; strings longer than 16 bytes are also compared byte by byte.
     """
     n = len(offsets) - 1
     size = 16
     while size < 4 * n:
         size *= 2
     slots = np.full(size, -1, np.int64)
-    keys = np.zeros((max(n, 1), 2), np.uint64)
+    keys = np.zeros((max(n, 1), 3), np.uint64)
     for k in range(n):
         s, e = offsets[k], offsets[k + 1]
         k0, k1 = _pack(data, s, e)
         keys[k, 0] = k0
         keys[k, 1] = k1
+        keys[k, 2] = e - s
         j = _slot(k0, k1, e - s, size - 1)
         while slots[j] >= 0:
             j = (j + 1) & (size - 1)
@@ -86,14 +87,16 @@ def build_word_set(data, offsets):
     return slots, keys
 
 
-@nb.njit(cache=True)
-def _in_word_set(text, s, e, slots, keys, set_data, set_off):
-    k0, k1 = _pack(text, s, e)
+@nb.njit(cache=True, inline="always")
+def _in_word_set(k0, k1, text, s, e, slots, keys, set_data, set_off):
+    """Is ``text[s:e]`` (whose first 16 bytes pack to k0, k1) in the set?"""
     mask = len(slots) - 1
     j = _slot(k0, k1, e - s, mask)
     while slots[j] >= 0:
         k = slots[j]
-        if keys[k, 0] == k0 and keys[k, 1] == k1 and set_off[k + 1] - set_off[k] == e - s:
+        if keys[k, 0] == k0 and keys[k, 1] == k1 and keys[k, 2] == e - s:
+            if e - s <= 16:
+                return True
             base = set_off[k]
             same = True
             for i in range(16, e - s):
@@ -106,7 +109,7 @@ def _in_word_set(text, s, e, slots, keys, set_data, set_off):
     return False
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, inline="always")
 def _decode(data, p, end):
     """Code point at byte ``p`` and the byte width (malformed bytes read as U+FFFD)."""
     b0 = np.int64(data[p])
@@ -152,6 +155,8 @@ def _one_doc(data, start, end, flags, sw_slots, sw_keys, sw_data, sw_off, sw_max
     tok_kill = False
     tok_cased = False
     tok_first_upper = False
+    tok_k0 = _U64(0)
+    tok_k1 = _U64(0)
     # sentence regex state: 0 searching, 1 in [^.!?]+, 2 in [.!?]*
     sent = 0
     prev_word = False
@@ -183,7 +188,7 @@ def _one_doc(data, start, end, flags, sw_slots, sw_keys, sw_data, sw_off, sw_max
                 if (tok_first_upper if tok_len == 1 else (tok_cased and not tok_kill)):
                     n_caps += 1
                 if (p - tok_start <= sw_max and sw_first[data[tok_start]]
-                        and _in_word_set(data, tok_start, p, sw_slots, sw_keys, sw_data, sw_off)):
+                        and _in_word_set(tok_k0, tok_k1, data, tok_start, p, sw_slots, sw_keys, sw_data, sw_off)):
                     n_stop += 1
             tok = ctype
             tok_start = p
@@ -192,9 +197,26 @@ def _one_doc(data, start, end, flags, sw_slots, sw_keys, sw_data, sw_off, sw_max
             tok_kill = False
             tok_cased = False
             tok_first_upper = (f & UPPER) != 0
+            tok_k0 = _U64(0)
+            tok_k1 = _U64(0)
         if cp < 0:
             break
         if ctype != 0:
+            # pack the token's first 16 bytes as we go (its stop-word key)
+            nb_ = p - tok_start
+            if nb_ < 16:
+                if w == 1:
+                    if nb_ < 8:
+                        tok_k0 |= _U64(data[p]) << _U64(8 * nb_)
+                    else:
+                        tok_k1 |= _U64(data[p]) << _U64(8 * (nb_ - 8))
+                else:
+                    for t in range(min(w, 16 - nb_)):
+                        q = nb_ + t
+                        if q < 8:
+                            tok_k0 |= _U64(data[p + t]) << _U64(8 * q)
+                        else:
+                            tok_k1 |= _U64(data[p + t]) << _U64(8 * (q - 8))
             tok_len += 1
             if (65 <= cp <= 90) or (97 <= cp <= 122):
                 tok_alpha = True

@@ -130,7 +130,7 @@ def build_phrase_set(cps, word_off, phrase_off):
     return slots, phash, fw_slots, fw_hash, fw_mask
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, inline="always")
 def _decode(data, p, end):
     """Code point at byte ``p`` and the byte width (malformed bytes read as U+FFFD)."""
     b0 = np.int64(data[p])
@@ -271,15 +271,20 @@ def _split_words(buf, n_cp, flags, w_start, w_len, w_hash, line0, n_lines, line_
                 line += 1
             i += 1
             continue
-        j = i
-        numeric = 0
-        while j < n_cp and (flags[buf[j]] & SPACE) == 0:
-            if (flags[buf[j]] & NUMERIC) != 0:
-                numeric += 1
+        j = i + 1
+        numeric = 1 if (flags[cp] & NUMERIC) != 0 else 0
+        h = (_SEED ^ _U64(cp)) * _PRIME  # _hash_cps, computed on the way
+        while j < n_cp:
+            c = buf[j]
+            f = flags[c]
+            if (f & SPACE) != 0:
+                break
+            numeric += (f & NUMERIC) != 0
+            h = (h ^ _U64(c)) * _PRIME
             j += 1
         w_start[n_words] = i
         w_len[n_words] = j - i
-        w_hash[n_words] = _hash_cps(buf, i, j)
+        w_hash[n_words] = _mix(h)
         if line < n_lines:
             k = line0 + line
             line_words[k] += 1

@@ -1,0 +1,176 @@
+"""End-to-end fuzzy dedup speed (signatures through the removal list) on the same documents, in one run.
+
+- curate `zyda2` preset (char 25-grams, 128 perms, 8x16, cross_source) vs datasketch MinHash + MinHashLSH
+  with the same parameters and policy (single process, as datasketch runs);
+- curate `fineweb` preset (word 5-grams, 14x8, policy all) vs datatrove's four-stage MinHash pipeline with
+  its defaults (signatures, buckets, cluster, filter) on 2 workers;
+- peak memory of a curate dedup run at two corpus sizes (10x apart).
+
+    python bench/bench_dedup.py [--docs 4000] [--skip-datatrove]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from collections import defaultdict
+from pathlib import Path
+
+import duckdb
+
+from curate.sample import make_sample
+
+PRIORITY = ["fwe", "dclm", "zyda", "dolma_cc"]
+
+
+def pipeline_yaml(sample: Path, preset: str, policy: str) -> str:
+    return f"""name: bench
+priority: {PRIORITY}
+sources:
+  fwe: {{format: fineweb, paths: '{sample}/fwe/data/*/*.parquet'}}
+  dclm: {{format: dclm, paths: '{sample}/dclm/global-shard_*/local-shard_*/*.jsonl.zst'}}
+  zyda: {{format: zyda, paths: '{sample}/zyda/data/*/*.parquet'}}
+  dolma_cc: {{format: dolma, paths: '{sample}/dolma_cc/data/*/*.json.gz'}}
+stages:
+  ingest: {{}}
+  minhash: {{preset: {preset}, partitions: 8}}
+  dedup: {{policy: {policy}}}
+"""
+
+
+def run_curate(tmp: Path, sample: Path, preset: str, policy: str, mode: list[str], tag: str) -> dict:
+    """Ingest first (not timed), then time minhash + dedup; returns seconds, removed, peak RSS (MB)."""
+    f = tmp / f"{tag}.yaml"
+    f.write_text(pipeline_yaml(sample, preset, policy))
+    out = tmp / tag
+    base = [sys.executable, "-m", "curate", "run", str(f), "--output", str(out), "-q"]
+    subprocess.run(base + ["--inline", "--until", "ingest"], check=True, capture_output=True)
+    started = time.monotonic()
+    proc = subprocess.Popen(base + mode, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    _, status, usage = os.wait4(proc.pid, 0)
+    seconds = time.monotonic() - started
+    if status != 0:
+        raise SystemExit(proc.stderr.read().decode())
+    removed = duckdb.sql(f"SELECT count(*) FROM read_parquet('{out}/ledger/dedup/*/*.parquet')").fetchall()[0][0]
+    docs = duckdb.sql(f"SELECT count(*) FROM read_parquet('{out}/docs/*/*.parquet', union_by_name=true)").fetchall()[0][0]
+    return {"seconds": seconds, "removed": removed, "docs": docs, "peak_mb": usage.ru_maxrss / 1024}
+
+
+def load_docs(sample_run: Path) -> list[tuple[str, str, str]]:
+    return duckdb.sql(f"""SELECT split_part(filename, '/', -2), id, text FROM
+        read_parquet('{sample_run}/docs/*/*.parquet', filename=true, union_by_name=true) ORDER BY 1, 2""").fetchall()
+
+
+def run_datasketch(docs, n=25, num_perm=128, seed=10, bands=8, rows=16) -> dict:
+    from datasketch import MinHash, MinHashLSH
+
+    started = time.monotonic()
+    lsh = MinHashLSH(num_perm=num_perm, params=(bands, rows))
+    sketches = []
+    for i, (_, _, text) in enumerate(docs):
+        m = MinHash(num_perm=num_perm, seed=seed)
+        m.update_batch([text[j:j + n].encode("utf-8") for j in range(max(1, len(text) - n + 1))])
+        lsh.insert(i, m)
+        sketches.append(m)
+    parent = list(range(len(docs)))
+
+    def find(x):
+        while parent[x] != x:
+            parent[x] = parent[parent[x]]
+            x = parent[x]
+        return x
+
+    for i, m in enumerate(sketches):
+        for j in lsh.query(m):
+            a, b = find(i), find(j)
+            if a != b:
+                parent[max(a, b)] = min(a, b)
+    clusters = defaultdict(list)
+    for i in range(len(docs)):
+        clusters[find(i)].append(i)
+    removed = 0
+    for members in clusters.values():
+        best = min(PRIORITY.index(docs[i][0]) for i in members)
+        removed += sum(PRIORITY.index(docs[i][0]) != best for i in members)
+    return {"seconds": time.monotonic() - started, "removed": removed, "docs": len(docs)}
+
+
+def run_datatrove(docs, tmp: Path) -> dict:
+    """datatrove's MinHash dedup with its defaults: 4 stages, 2 tasks/workers where it parallelises."""
+    from datatrove.executor import LocalPipelineExecutor
+    from datatrove.pipeline.dedup import MinhashDedupSignature
+    from datatrove.pipeline.dedup.minhash import MinhashConfig, MinhashDedupBuckets, MinhashDedupCluster, MinhashDedupFilter
+    from datatrove.pipeline.readers import JsonlReader
+
+    data = tmp / "dt-data"
+    data.mkdir()
+    half = (len(docs) + 1) // 2
+    for k, part in enumerate((docs[:half], docs[half:])):
+        with open(data / f"part{k}.jsonl", "w") as fh:
+            for source, doc_id, text in part:
+                fh.write(json.dumps({"id": f"{source}/{doc_id}", "text": text}) + "\n")
+    config = MinhashConfig()
+    work = tmp / "dt-work"
+    log = str(tmp / "dt-logs")
+    started = time.monotonic()
+    LocalPipelineExecutor([JsonlReader(str(data)), MinhashDedupSignature(output_folder=str(work / "sigs"), config=config)],
+                          tasks=2, workers=2, logging_dir=log + "/1").run()
+    LocalPipelineExecutor([MinhashDedupBuckets(input_folder=str(work / "sigs"), output_folder=str(work / "buckets"), config=config)],
+                          tasks=config.num_buckets, workers=2, logging_dir=log + "/2").run()
+    LocalPipelineExecutor([MinhashDedupCluster(input_folder=str(work / "buckets"), output_folder=str(work / "remove"), config=config)],
+                          tasks=1, logging_dir=log + "/3").run()
+    LocalPipelineExecutor([JsonlReader(str(data)), MinhashDedupFilter(input_folder=str(work / "remove"))],
+                          tasks=2, workers=2, logging_dir=log + "/4").run()
+    seconds = time.monotonic() - started
+    removed = 0
+    for f in (work / "remove").glob("*.remove"):
+        removed += f.stat().st_size // 4
+    return {"seconds": seconds, "removed": removed, "docs": len(docs)}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--docs", type=int, default=4000)
+    parser.add_argument("--skip-datatrove", action="store_true")
+    parser.add_argument("--memory-scale", type=int, default=10)
+    args = parser.parse_args()
+    rows = []
+    with tempfile.TemporaryDirectory() as t:
+        tmp = Path(t)
+        sample = tmp / "sample"
+        make_sample(sample, docs=args.docs, seed=0)
+        ours_inline = run_curate(tmp, sample, "zyda2", "cross_source", ["--inline"], "z-inline")
+        ours_ray = run_curate(tmp, sample, "zyda2", "cross_source", ["--workers", "2"], "z-ray")
+        docs = load_docs(tmp / "z-inline")
+        theirs = run_datasketch(docs)
+        rows.append(("zyda2 (char25, 8x16)", "curate, 1 core (inline)", ours_inline, theirs))
+        rows.append(("zyda2 (char25, 8x16)", "curate, 2 workers (Ray)", ours_ray, theirs))
+        if not args.skip_datatrove:
+            fw = run_curate(tmp, sample, "fineweb", "all", ["--workers", "2"], "f-ray")
+            dt = run_datatrove(docs, tmp)
+            rows.append(("fineweb (word5, 14x8)", "curate, 2 workers (Ray)", fw, dt))
+        print(f"{'preset':24} {'ours':26} {'docs':>6} {'ours docs/s':>12} {'ref docs/s':>11} {'ratio':>7} {'removed ours/ref':>17}")
+        for preset, label, ours, ref in rows:
+            o, r = ours["docs"] / ours["seconds"], ref["docs"] / ref["seconds"]
+            print(f"{preset:24} {label:26} {ours['docs']:6d} {o:12,.0f} {r:11,.0f} {o / r:6.1f}x {ours['removed']:>8}/{ref['removed']}")
+        if args.memory_scale > 1:
+            big = tmp / "big"
+            make_sample(big, docs=args.docs * args.memory_scale, seed=1)
+            small_mem = ours_ray["peak_mb"]
+            large = run_curate(tmp, big, "zyda2", "cross_source", ["--workers", "2"], "z-big")
+            print(f"\npeak RSS of the driver process, minhash+dedup (Ray workers are separate processes):")
+            print(f"  {ours_ray['docs']:>8} docs: {small_mem:7.0f} MB, {ours_ray['seconds']:.1f}s")
+            print(f"  {large['docs']:>8} docs: {large['peak_mb']:7.0f} MB, {large['seconds']:.1f}s")
+            inline_big = run_curate(tmp, big, "zyda2", "cross_source", ["--inline"], "z-big-inline")
+            print("peak RSS, everything in one process (--inline):")
+            print(f"  {ours_inline['docs']:>8} docs: {ours_inline['peak_mb']:7.0f} MB")
+            print(f"  {inline_big['docs']:>8} docs: {inline_big['peak_mb']:7.0f} MB")
+
+
+if __name__ == "__main__":
+    main()
