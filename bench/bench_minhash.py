@@ -299,3 +299,7 @@ def bench_fineweb(texts: list[str], arr: pa.Array, repeat: int) -> None:
                   f"docs/s wall, {len(texts) / c.cpu:,.0f} docs/s cpu (includes writing its sorted bucket files)")
         except Exception as err:
             print(f"datatrove MinhashDedupSignature: skipped ({type(err).__name__}: {err})")
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

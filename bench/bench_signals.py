@@ -114,11 +114,14 @@ def main() -> None:
     from curate.signals import compute_signals
 
     texts, origin = load_texts()
-    ours = [texts[i % len(texts)] for i in range(args.docs)]
-    theirs = [texts[i % len(texts)] for i in range(min(args.dt_docs, args.docs))]
+    # datatrove gets the first --dt-docs documents; ours the same documents,
+    # cycled up to --docs so that its timing is long enough to be stable
+    theirs = texts[:args.dt_docs]
+    ours = [theirs[i % len(theirs)] for i in range(max(args.docs, len(theirs)))]
     mb = sum(len(t.encode("utf-8")) for t in ours) / 1e6
-    print(f"corpus: {origin}: {len(texts)} docs; ours on {len(ours)} docs ({mb:.1f} MB), "
-          f"datatrove on {len(theirs)} docs")
+    print(f"corpus: {origin}: {len(texts)} docs; datatrove on the first {len(theirs)} "
+          f"({sum(map(len, theirs)) / len(theirs):.0f} chars/doc), ours on them cycled to "
+          f"{len(ours)} docs ({mb:.1f} MB)")
 
     arr = pa.array(ours)
     start = time.perf_counter()

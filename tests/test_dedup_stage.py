@@ -101,3 +101,22 @@ def test_s_curve_is_printed_before_running(tmp_path, sample_dir, capsys):
     assert run_cli(_pipeline(tmp_path, sample_dir), "--output", tmp_path / "run", "--inline", "-q") == 0
     err = capsys.readouterr().err
     assert "8 bands x 16 rows" in err and "P(candidate)" in err and "0.85" in err
+
+
+def test_exact_dedup_removes_all_but_one_of_each_exact_group(tmp_path, sample_dir):
+    f = tmp_path / "exact.yaml"
+    f.write_text(_pipeline(tmp_path, sample_dir).read_text().split("  minhash:")[0] + "  exact_dedup: {partitions: 3}\n")
+    assert run_cli(f, "--output", tmp_path / "run", "--inline", "-q") == 0
+    removed = set(duckdb.sql(f"SELECT source, id FROM read_parquet('{tmp_path}/run/ledger/exact_dedup/*/*.parquet')").fetchall())
+    truth = json.loads((sample_dir / "truth.json").read_text())
+    planted = {(m["source"], m["id"]) for g in truth["groups"] for m in g["members"]}
+    assert removed <= planted
+    for group in truth["groups"]:
+        if group["kind"] != "exact":
+            continue
+        members = sorted(((PRIORITY.index(m["source"]), m["source"], m["id"]) for m in group["members"]))
+        survivors = [(s, i) for _, s, i in members if (s, i) not in removed]
+        assert len(survivors) == 1
+        assert PRIORITY.index(survivors[0][0]) == members[0][0], "the best source's copy is the one kept"
+    reasons = {r[0] for r in duckdb.sql(f"SELECT reason FROM read_parquet('{tmp_path}/run/ledger/exact_dedup/*/*.parquet')").fetchall()}
+    assert all(r.startswith("exact_duplicate_of:") for r in reasons)

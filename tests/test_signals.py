@@ -348,6 +348,10 @@ def test_javascript_numbers_and_bad_words():
     assert one("This is 2 girls 1 cup and a blue waffle")["rps_doc_ldnoobw_words"] == 2.0
     assert one("a b c a b", bad_words=frozenset({"a b", "c", "x y z"}))["rps_doc_ldnoobw_words"] == 3.0
     assert one("The the THE", stop_words=frozenset({"THE"}))["rps_doc_stop_word_fraction"] == 0.33333333
+    # stop words are compared as whole byte strings: long ones and non-ASCII ones too
+    long_word = "internationalization"
+    assert one(f"{long_word} {long_word}s für fur", stop_words=frozenset({long_word, "für"}))[
+        "rps_doc_stop_word_fraction"] == 0.5
 
 
 def test_capital_sigma_uses_final_form():
@@ -409,7 +413,8 @@ def _random_codepoints(rng: random.Random) -> str:
 def _corpus(sample_dir: Path) -> list[str]:
     rng = random.Random(20240601)
     texts = [_synthetic(rng) for _ in range(250)] + [_random_codepoints(rng) for _ in range(150)]
-    texts += ["", " ", "\n", "\n\n", "a\n", "\na", "Σ", "ΑΣ Σ", "x" * 3000, "...", "…", "#", "{}"]
+    texts += ["", " ", "\n", "\n\n", "a\n", "\na", "Σ", "ΑΣ Σ", "x" * 3000, "...", "…", "#", "{}",
+              "w " * 5000, ("one two three four five six seven eight nine ten eleven " * 40).strip()]
     for path in sorted(glob.glob(str(sample_dir / "**" / "*.parquet"), recursive=True)):
         texts += pq.read_table(path, columns=["text"])["text"].to_pylist()[:40]
     for path in sorted(SHARED_DOLMA.glob("*.jsonl.gz"))[:1]:  # real web text, when present

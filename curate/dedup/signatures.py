@@ -23,6 +23,7 @@ is 1 thread, because under Ray each task already holds one CPU.
 from __future__ import annotations
 
 import dataclasses
+import os
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -174,8 +175,12 @@ def _buffers(arr: pa.Array) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     return data, offsets, nulls
 
 
-@lru_cache(maxsize=4)
 def _pool(threads: int) -> ThreadPoolExecutor:
+    return _pool_for(threads, os.getpid())  # a forked child must not reuse its parent's threads
+
+
+@lru_cache(maxsize=4)
+def _pool_for(threads: int, pid: int) -> ThreadPoolExecutor:
     return ThreadPoolExecutor(max_workers=threads, thread_name_prefix="curate-minhash")
 
 

@@ -55,7 +55,8 @@ def compute_signals(
     """RPv2 signals, one row per text, in order (schema: :func:`signals_schema`).
 
     - ``stop_words``: the set for ``rps_doc_stop_word_fraction`` (default: RPv2's
-      English list); ``bad_words``: LDNOOBW entries (default: the shipped list for
+      list for ``language``; only English is shipped, other languages must pass
+      one); ``bad_words``: LDNOOBW entries (default: the shipped list for
       ``language``, one of en/fr/it/es/de, else empty as in RPv2).
     - ``ut1_domains``: optional UT1 ``domain -> category id`` mapping (RPv2's
       ``domain_to_category_id.json``); with ``urls`` it adds
@@ -73,21 +74,43 @@ def compute_signals(
         urls = urls.combine_chunks()
     if urls is not None and len(urls) != len(texts):
         raise ValueError(f"urls has {len(urls)} rows but texts has {len(texts)}")
-    sw = stop_word_table(frozenset(default_stop_words("en") if stop_words is None else stop_words))
+    sw = stop_word_table(frozenset(default_stop_words(language) if stop_words is None else stop_words))
     ph = phrase_table(frozenset(ldnoobw_words(language) if bad_words is None else bad_words))
 
-    n = len(texts)
-    bounds = np.linspace(0, n, max(1, min(threads, n)) + 1).astype(np.int64)
-    parts = [texts.slice(a, b - a) for a, b in zip(bounds[:-1], bounds[1:])]
-    if len(parts) == 1:
-        tables = [_compute(parts[0], sw, ph)]
+    get_tables()  # build once here rather than racing in the threads
+    parts = [texts.slice(a, b - a) for a, b in _plan(texts, threads)]
+    if threads <= 1 or len(parts) == 1:
+        tables = [_compute(part, sw, ph) for part in parts]
     else:
-        with ThreadPoolExecutor(len(parts)) as pool:
+        with ThreadPoolExecutor(threads) as pool:
             tables = list(pool.map(lambda part: _compute(part, sw, ph), parts))
-    table = pa.concat_tables(tables) if tables else signals_schema().empty_table()
+    table = pa.concat_tables(tables).combine_chunks()
     if ut1_domains is not None:
         table = _add_ut1(table, urls, ut1_domains)
     return table
+
+
+#: at most this much text per kernel call, which bounds the scratch memory
+MAX_PART_BYTES = 32 << 20
+
+
+def _plan(texts: pa.Array, threads: int) -> list[tuple[int, int]]:
+    """[start, end) row ranges: ``threads`` equal shares, each cut further so
+    that no range holds more than MAX_PART_BYTES of text (at least one row)."""
+    n = len(texts)
+    _, starts, ends = _buffers(texts)
+    sizes = np.concatenate(([0], np.cumsum(ends - starts)))
+    out = []
+    shares = np.linspace(0, n, max(1, min(threads, n)) + 1).astype(np.int64)
+    for a, b in zip(shares[:-1], shares[1:]):
+        while True:
+            cut = int(np.searchsorted(sizes, sizes[a] + MAX_PART_BYTES, side="right")) - 1
+            cut = min(b, max(cut, a + 1))
+            out.append((int(a), int(cut)))
+            if cut >= b:
+                break
+            a = cut
+    return out
 
 
 def _buffers(texts: pa.Array) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -95,6 +118,8 @@ def _buffers(texts: pa.Array) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     n = len(texts)
     bufs = texts.buffers()
     off_type = np.int64 if pa.types.is_large_string(texts.type) else np.int32
+    if bufs[1] is None:  # an empty array may come without offsets
+        return np.zeros(1, np.uint8), np.zeros(0, np.int64), np.zeros(0, np.int64)
     offsets = np.frombuffer(bufs[1], off_type, count=texts.offset + n + 1)[texts.offset:].astype(np.int64)
     data = np.frombuffer(bufs[2], np.uint8) if bufs[2] is not None and bufs[2].size else np.zeros(1, np.uint8)
     starts, ends = offsets[:-1].copy(), offsets[1:].copy()

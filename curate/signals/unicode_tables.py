@@ -19,7 +19,8 @@ from functools import lru_cache
 
 import numpy as np
 
-#: flag bits in :attr:`UnicodeTables.flags`
+#: flag bits in :attr:`UnicodeTables.flags` (the kernels compile these values in:
+#: after changing one, delete curate/signals/__pycache__ so they recompile)
 SPACE = 1  # str.isspace() == re ``\s`` == what str.split()/strip() remove
 WORD = 2  # re ``\w``: str.isalnum() or "_"
 UPPER = 4  # Py_UNICODE_ISUPPER: single-char str.isupper()

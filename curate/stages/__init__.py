@@ -1,6 +1,7 @@
 """Stages by name: the `use:` of a stage in a pipeline file (default: the stage's own name)."""
 
 from curate.stages.dedup import DedupStage
+from curate.stages.exact_dedup import ExactDedupStage
 from curate.stages.filter import FilterStage
 from curate.stages.ingest import IngestStage
 from curate.stages.manifest import ManifestStage
@@ -16,6 +17,7 @@ STAGES = {
     "signals": SignalsStage,
     "minhash": MinhashStage,
     "dedup": DedupStage,
+    "exact_dedup": ExactDedupStage,
     "mix": MixStage,
     "tokenize": TokenizeStage,
     "pack": PackStage,

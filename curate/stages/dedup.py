@@ -35,6 +35,7 @@ U64 = np.uint64
 
 
 class DedupStage(ShardStage):
+    REASON = "minhash_duplicate_of"
     OPTIONS = {
         "minhash": Field((str,), default=None, nullable=True, doc="the minhash stage to read (default: the last one before this)"),
         "policy": Field((str,), default="cross_source", choices=list(POLICIES)),
@@ -65,11 +66,18 @@ class DedupStage(ShardStage):
         return self.run.path("_state", self.name, "_phases", task.payload[0], task.shard + ".json")
 
     # ---- execution ------------------------------------------------------------------------------
-    def execute(self, tasks: list[Task], runner) -> None:
+    def _bands(self, tasks: list[Task], runner) -> tuple[str, int]:
+        """Where the band keys are and in how many partitions: the minhash stage's."""
         minhash = self._minhash()
-        self.partitions = minhash.options["partitions"]
-        self.bands_root = minhash.bands_root()
+        return minhash.bands_root(), minhash.options["partitions"]
+
+    def _live_count(self, task: Task) -> int:
+        """Documents of this shard that reached the band keys (the stage's `in`)."""
+        return self.run.read_json(self.run.marker(self._minhash().name, task.source, task.shard))["kept"]
+
+    def execute(self, tasks: list[Task], runner) -> None:
         self.numbers = shard_numbers(tasks, self.pipeline.priority)
+        self.bands_root, self.partitions = self._bands(tasks, runner)
         self.by_tag = {shard_tag(*v): k for k, v in self.numbers.items()}
         parts = range(self.partitions)
         run = lambda label, ts: runner.run(self, f"{self.name}: {label}", ts, self._phase_marker)
@@ -190,13 +198,13 @@ class DedupStage(ShardStage):
                                                                        table.column("kept_source").to_pylist())))
         gone = sorted(resolved)
         gone_rows = nodes.row_of(np.array(gone, dtype=U64))
-        reasons = [f"minhash_duplicate_of:{resolved[n][1]}" for n in gone]
+        reasons = [f"{self.REASON}:{resolved[n][1]}" for n in gone]
         details = [f"kept {resolved[n][0]} ({resolved[n][1]}); cluster {n_label}" for n, n_label in
                    zip(gone, _labels_of(members, gone))]
         counts = self.write_ledger(task, [ids.take(pa.array(gone_rows, pa.int64()))] if gone else [],
                                    [pa.array(reasons, pa.string())] if gone else [],
                                    [pa.array(details, pa.string())] if gone else None)
-        n_in = self.run.read_json(self.run.marker(self._minhash().name, task.source, task.shard))["kept"]
+        n_in = self._live_count(task)
         return self.finish_task(task, started, n_in, counts)
 
 
