@@ -79,25 +79,26 @@ def load_documents(source: str, docs: int) -> tuple[list[str], str]:
         return texts, f"Dolma CC sample ({', '.join(os.path.basename(f) for f in files)})"
     from curate.sample import make_sample
 
-    tmp = Path(tempfile.mkdtemp(prefix="bench-minhash-"))
-    make_sample(tmp, docs=docs)
-    texts = []
-    for f in sorted(glob.glob(str(tmp / "**" / "*.parquet"), recursive=True)):
-        table = pq.read_table(f)
-        if "text" in table.column_names:
-            texts += [t for t in table.column("text").to_pylist() if isinstance(t, str)]
-    for f in sorted(glob.glob(str(tmp / "**" / "*.json.gz"), recursive=True)):
-        texts += _json_lines(_gzip_lines(f))
-    try:
-        import zstandard
+    with tempfile.TemporaryDirectory(prefix="bench-minhash-") as d:
+        tmp = Path(d)
+        make_sample(tmp, docs=docs)
+        texts = []
+        for f in sorted(glob.glob(str(tmp / "**" / "*.parquet"), recursive=True)):
+            table = pq.read_table(f)
+            if "text" in table.column_names:
+                texts += [t for t in table.column("text").to_pylist() if isinstance(t, str)]
+        for f in sorted(glob.glob(str(tmp / "**" / "*.json.gz"), recursive=True)):
+            texts += _json_lines(_gzip_lines(f))
+        try:
+            import zstandard
 
-        for f in sorted(glob.glob(str(tmp / "**" / "*.jsonl.zst"), recursive=True)):
-            with open(f, "rb") as fh:
-                raw = zstandard.ZstdDecompressor().stream_reader(fh).read()
-            texts += _json_lines(raw.decode("utf-8", errors="replace").splitlines())
-    except ImportError:
-        pass
-    return texts, f"curate sample corpus ({docs} docs requested, made in {tmp})"
+            for f in sorted(glob.glob(str(tmp / "**" / "*.jsonl.zst"), recursive=True)):
+                with open(f, "rb") as fh:
+                    raw = zstandard.ZstdDecompressor().stream_reader(fh).read()
+                texts += _json_lines(raw.decode("utf-8", errors="replace").splitlines())
+        except ImportError:
+            pass
+    return texts, f"curate sample corpus (make_sample docs={docs}: FineWeb-Edu, DCLM, Zyda, Dolma-CC)"
 
 
 # -------------------------------------------------------------------------------------------------

@@ -20,6 +20,9 @@ A document with fewer than ``n`` units (but at least one) gives one shingle, the
 ``whole`` is set; otherwise none. No shingles: the minima stay at 2^32-1 (datasketch's empty MinHash) and
 the count is 0, which callers use to flag the document.
 
+Scratch memory per call is sized by the longest document of the range: 8 bytes per byte of it (poly64),
+24 with sha1/murmur3 (shingle bounds), plus 4 for affine32.
+
 ``nogil=True`` everywhere: callers run disjoint document ranges on threads (see ``signatures.py``).
 One compiled function serves every mode (unit, hash and scheme are runtime arguments), so a process
 compiles once: ~5 s on first use, then loaded from numba's on-disk cache (``__pycache__`` next to this

@@ -8,7 +8,8 @@ changes (for example ``hash="sha1"`` for datasketch-identical signatures).
 - ``zyda2``: character 25-grams of the raw text (no normalisation), 128 permutations, 8 bands x 16
   rows, seed 10 (Zyda-2 via NeMo Curator). Zyda-2 hashed shingles with 32-bit MurmurHash3 on GPUs
   (cuDF); its exact values cannot be reproduced off cuDF anyway, so the default shingle hash is our
-  fast ``poly64`` (``hash="murmur3"`` gives MurmurHash3_x86_32, ``hash="sha1"`` datasketch's).
+  fast ``poly64`` (``hash="murmur3"`` gives MurmurHash3_x86_32, ``hash="sha1"`` datasketch's) and the
+  permutations are datasketch 2.0's default 32-bit ``affine32`` scheme (1.7x faster than ``legacy``).
 - ``zyda1``: word 13-grams after NFC, lowercase, ASCII punctuation removed and whitespace collapsed;
   ``datasketch.MinHash(num_perm=128, seed=1)`` with sha1_hash32 and the pre-2.0 (legacy) permutations;
   LSH threshold 0.4 -> 32 bands x 4 rows. Deviations: no ``ftfy`` (a text-repair step, not a dependency
@@ -38,7 +39,7 @@ RPV2_BANDS = {0.7: (14, 9), 0.8: (9, 13), 0.9: (5, 25), 1.0: (1, 128)}
 
 PRESETS: dict[str, MinHashSpec] = {
     "zyda2": MinHashSpec(Shingling("char", 25), num_perm=128, seed=10, hash="poly64",
-                         scheme="legacy", bands=8, rows=16, name="zyda2"),
+                         scheme="affine32", bands=8, rows=16, name="zyda2"),
     "zyda1": MinHashSpec(Shingling("word", 13, ZYDA1_NORM), num_perm=128, seed=1, hash="sha1",
                          scheme="legacy", bands=32, rows=4, name="zyda1"),
     "fineweb": MinHashSpec(Shingling("word", 5, FINEWEB_NORM), num_perm=112, seed=1, hash="poly64",
