@@ -24,7 +24,8 @@ def shard_tag(priority: int, index: int) -> str:
 
 
 def write_columns(path: str, **columns: np.ndarray) -> None:
-    write_table(path, pa.table({name: pa.array(col) for name, col in columns.items()}))
+    """Intermediate files are read once, soon: fast lz4 rather than the outputs' zstd."""
+    write_table(path, pa.table({name: pa.array(col) for name, col in columns.items()}), compression="lz4")
 
 
 def read_columns(pattern: str, names: list[str], dtypes: dict) -> dict[str, np.ndarray]:

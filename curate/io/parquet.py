@@ -16,8 +16,11 @@ class ParquetSink:
     Use as a context manager; on an exception nothing is published. `schema` is used when no batch arrives.
     """
 
-    def __init__(self, path: str, schema: pa.Schema | None = None):
+    def __init__(self, path: str, schema: pa.Schema | None = None, compression: str = "zstd"):
         self.path, self.schema, self.rows = path, schema, 0
+        self.options = {**WRITE_OPTIONS, "compression": compression}
+        if compression != "zstd":
+            self.options.pop("compression_level")
         self._writer = None
 
     def __enter__(self):
@@ -28,7 +31,7 @@ class ParquetSink:
     def write(self, table: pa.Table) -> None:
         if self._writer is None:
             self.schema = table.schema
-            self._writer = pq.ParquetWriter(self._handle, table.schema, **WRITE_OPTIONS)
+            self._writer = pq.ParquetWriter(self._handle, table.schema, **self.options)
         elif table.schema != self.schema:
             table = table.cast(self.schema)
         if table.num_rows:
@@ -39,7 +42,7 @@ class ParquetSink:
         try:
             if exc_type is None:
                 if self._writer is None:
-                    self._writer = pq.ParquetWriter(self._handle, self.schema or pa.schema([("id", pa.string())]), **WRITE_OPTIONS)
+                    self._writer = pq.ParquetWriter(self._handle, self.schema or pa.schema([("id", pa.string())]), **self.options)
                 self._writer.close()
             elif self._writer is not None:
                 self._writer.close()
@@ -48,6 +51,6 @@ class ParquetSink:
         return False
 
 
-def write_table(path: str, table: pa.Table) -> None:
-    with ParquetSink(path, table.schema) as sink:
+def write_table(path: str, table: pa.Table, compression: str = "zstd") -> None:
+    with ParquetSink(path, table.schema, compression) as sink:
         sink.write(table)

@@ -69,7 +69,7 @@ class DedupStage(ShardStage):
     def _bands(self, tasks: list[Task], runner) -> tuple[str, int]:
         """Where the band keys are and in how many partitions: the minhash stage's."""
         minhash = self._minhash()
-        return minhash.bands_root(), minhash.options["partitions"]
+        return minhash.bands_root(), minhash.partition_count()
 
     def _live_count(self, task: Task) -> int:
         """Documents of this shard that reached the band keys (the stage's `in`)."""

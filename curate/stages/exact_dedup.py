@@ -21,6 +21,7 @@ from curate.dedup.policy import POLICIES
 from curate.dedup.shuffle import partition_of, split
 from curate.runner.tasks import Task
 from curate.stages.dedup import DedupStage
+from curate.stages.minhash import DOCS_PER_PARTITION, MAX_PARTITIONS
 
 U64 = np.uint64
 
@@ -44,15 +45,17 @@ class ExactDedupStage(DedupStage):
         "policy": Field((str,), default="all", choices=list(POLICIES)),
         "lowercase": Field((bool,), default=True),
         "whitespace": Field((bool,), default=True, doc="collapse runs of whitespace and trim"),
-        "partitions": Field((int,), default=16, min=1),
+        "partitions": Field((int,), default=None, nullable=True, min=1, doc="default: one per 250,000 documents"),
         "max_rounds": Field((int,), default=100, min=1),
     }
 
     def _bands(self, tasks: list[Task], runner) -> tuple[str, int]:
+        docs = sum(m["kept"] for m in self.run.markers(self.previous[-1]))
+        self.partitions = self.options["partitions"] or min(MAX_PARTITIONS, max(1, -(-docs // DOCS_PER_PARTITION)))
         hashing = [Task(self.name, t.source, t.shard, t.where, payload=("hash", None)) for t in tasks]
         runner.run(self, f"{self.name}: hash", hashing,
                    lambda t: self.run.path("_state", self.name, "_phases", "hash", t.source, f"{t.shard}.json"))
-        return self.run.path(self.name, "keys"), self.options["partitions"]
+        return self.run.path(self.name, "keys"), self.partitions
 
     def _live_count(self, task: Task) -> int:
         return self.run.read_json(self.run.path("_state", self.name, "_phases", "hash", task.source, f"{task.shard}.json"))["in"]
@@ -76,7 +79,7 @@ class ExactDedupStage(DedupStage):
         hi = np.full(len(node), U64(priority) << U64(32), U64)
         band = np.zeros(len(node), np.uint16)
         tag = shard_tag(priority, index)
-        parts = self.options["partitions"]
+        parts = self.partitions
         for p, part in split(partition_of(key, parts), parts, band=band, key=key, node=node, hi=hi):
             write_columns(self.run.path(self.name, "keys", f"p={p:05d}", f"{tag}.parquet"), **part)
         result = {"source": task.source, "shard": task.shard, "in": n_in, "seconds": round(time.monotonic() - started, 4)}

@@ -27,6 +27,8 @@ from curate.stages.base import ShardStage
 
 log = logging.getLogger("curate")
 U64 = np.uint64
+DOCS_PER_PARTITION = 250_000
+MAX_PARTITIONS = 4096
 
 
 def rank_key(values: pa.Array) -> np.ndarray:
@@ -51,7 +53,8 @@ class MinhashStage(ShardStage):
         "rows": Field((int,), default=None, nullable=True, min=1),
         "threshold": Field((float,), default=None, nullable=True, min=0.0, max=1.0,
                            doc="choose bands x rows for this Jaccard threshold (datasketch's optimiser)"),
-        "partitions": Field((int,), default=16, min=1, doc="hash partitions of band keys for the dedup stage"),
+        "partitions": Field((int,), default=None, nullable=True, min=1,
+                            doc="hash partitions of band keys for the dedup stage (default: one per 250,000 documents)"),
         "tie_break": Field((str,), default="first",
                            doc="which document of a source a dedup `all` policy keeps: first, longer, or a numeric column (higher wins)"),
         "threads": Field((int,), default=1, min=1, doc="threads per task for the signature kernel"),
@@ -85,11 +88,19 @@ class MinhashStage(ShardStage):
     def bands_root(self) -> str:
         return self.run.path(self.name, "bands")
 
+    def partition_count(self) -> int:
+        """The configured partitions, or one per DOCS_PER_PARTITION documents entering this stage."""
+        if self.options["partitions"]:
+            return self.options["partitions"]
+        docs = sum(m["kept"] for m in self.run.markers(self.previous[-1])) if self.previous else 0
+        return min(MAX_PARTITIONS, max(1, -(-docs // DOCS_PER_PARTITION)))
+
     def execute(self, tasks: list[Task], runner) -> None:
         spec = self.spec_of(self.options)
         log.info("%s: %s shingles (n=%d), %d permutations, %d bands x %d rows\n%s", self.name, spec.shingling.unit,
                  spec.shingling.n, spec.num_perm, spec.bands, spec.rows, format_s_curve(spec.bands, spec.rows, num_perm=spec.num_perm))
         self.numbers = shard_numbers(tasks, self.pipeline.priority)
+        self.partitions = self.partition_count()
         super().execute(tasks, runner)
 
     def run_task(self, task: Task) -> dict:
@@ -115,7 +126,7 @@ class MinhashStage(ShardStage):
         band, key, node, hi = (np.concatenate(c) if parts else np.empty(0, t) for c, t in
                                zip(zip(*parts) if parts else [[], [], [], []], (np.uint16, U64, U64, U64)))
         tag = shard_tag(priority, index)
-        for p, part in split(partition_of(key, self.options["partitions"]), self.options["partitions"],
+        for p, part in split(partition_of(key, self.partitions), self.partitions,
                              band=band, key=key, node=node, hi=hi):
             write_columns(self.run.path(self.name, "bands", f"p={p:05d}", f"{tag}.parquet"), **part)
         return self.finish_task(task, started, n_in, {})
