@@ -93,3 +93,11 @@ def test_summary_table_is_printed(sample_env, tmp_path, capsys):
     assert out.splitlines()[0].split() == ["stage", "source", "in", "kept", "removed", "reasons", "tasks", "time"]
     assert "bad_record:truncated_file" in out
     assert "[ingest]" in err and "docs/s" in err  # progress lines when not a terminal
+
+
+def test_a_relative_output_path_works_end_to_end(sample_env, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    assert run_cli(ZYDA2, "--output", "runs/rel", "--inline", "-q") == 0
+    from curate.manifest.verify import verify
+    assert (tmp_path / "runs" / "rel" / "manifest.json").exists()
+    assert verify("runs/rel") == []

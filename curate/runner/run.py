@@ -72,7 +72,7 @@ def _remove_stale(run: RunDir, keep: set[str]) -> None:
 def run_pipeline(pipeline: Pipeline, output: str, until: str | None = None, inline: bool = False,
                  address: str | None = None, workers: int | None = None, progress: Progress | None = None) -> list[dict]:
     """Run (or resume) `pipeline` into `output`; returns the summary rows."""
-    run = RunDir(output)
+    run = RunDir(output if "://" in output else os.path.abspath(output))
     progress = progress or Progress()
     ensure_sample(pipeline)
     stages = build_stages(pipeline, run, until)
