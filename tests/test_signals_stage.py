@@ -56,13 +56,17 @@ def test_configured_ml_score_and_importance_weights(tmp_path, sample_dir):
     fasttext = pytest.importorskip("fasttext")
     import pyarrow.parquet as pq
 
-    texts = [t for f in sorted((sample_dir / "fwe" / "data").rglob("*.parquet")) + sorted((sample_dir / "zyda" / "data").rglob("*.parquet"))
-             for t in pq.read_table(f, columns=["text"]).column("text").to_pylist()]
+    import random
+
+    words = " ".join(pq.read_table(sorted((sample_dir / "fwe" / "data").rglob("*.parquet"))[0], columns=["text"])
+                     .column("text").to_pylist()).split()
+    rng = random.Random(0)
     train = tmp_path / "train.txt"
-    with open(train, "w") as fh:
-        for i, t in enumerate(texts):
-            fh.write(("__label__wiki " if i % 2 else "__label__cc ") + t.replace("\n", " ") + "\n")
-    model = fasttext.train_supervised(str(train), epoch=5, lr=0.05, dim=16, bucket=20000, verbose=0)
+    with open(train, "w") as fh:  # label follows two marker words, so the model learns something checkable
+        for i in range(400):
+            marker = "alpha beta" if i % 2 else "gamma delta"
+            fh.write(("__label__wiki " if i % 2 else "__label__cc ") + " ".join(rng.choice(words) for _ in range(50)) + f" {marker}\n")
+    model = fasttext.train_supervised(str(train), verbose=0)
     model.save_model(str(tmp_path / "m.bin"))
     rng = np.random.default_rng(0)
     p, q = rng.dirichlet(np.ones(100)), rng.dirichlet(np.ones(100))
@@ -83,6 +87,10 @@ stages:
     got = duckdb.sql(f"""SELECT min(rps_doc_ml_palm_score), max(rps_doc_ml_palm_score), count(rps_doc_books_importance),
         count(*) FROM read_parquet('{tmp_path}/run/signals/fwe/*.parquet')""").fetchall()[0]
     assert 0.0 <= got[0] <= got[1] <= 1.0 and got[2] == got[3] > 0
+    from curate.models.classifiers import rpv2_ml_score
+    import pyarrow as pa
+    wiki, cc = rpv2_ml_score(str(tmp_path / "m.bin"), pa.array(["alpha beta alpha beta", "gamma delta gamma delta"])).to_pylist()
+    assert wiki > 0.5 > cc, "cc-labelled text scores 1 - p, low"
     from curate.signals.importance import importance
     one = importance(["the cat sat"], np.log(p) - np.log(q))[0]
     from curate.signals.importance import _bucket
