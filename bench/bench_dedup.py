@@ -18,12 +18,12 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections import defaultdict
 from pathlib import Path
 
 import duckdb
 
 from curate.sample import make_sample
+from eval_dedup import cross_source_removed, datasketch_clusters  # same baseline as the quality evaluation
 
 PRIORITY = ["fwe", "dclm", "zyda", "dolma_cc"]
 
@@ -69,38 +69,11 @@ def load_docs(sample_run: Path) -> list[tuple[str, str, str]]:
         read_parquet('{sample_run}/docs/*/*.parquet', filename=true, union_by_name=true) ORDER BY 1, 2""").fetchall()
 
 
-def run_datasketch(docs, n=25, num_perm=128, seed=10, bands=8, rows=16) -> dict:
-    from datasketch import MinHash, MinHashLSH
-
+def run_datasketch(docs) -> dict:
+    """datasketch MinHash + MinHashLSH (zyda2's parameters), union-find, cross_source policy: timed end to end."""
     started = time.monotonic()
-    lsh = MinHashLSH(num_perm=num_perm, params=(bands, rows))
-    sketches = []
-    for i, (_, _, text) in enumerate(docs):
-        m = MinHash(num_perm=num_perm, seed=seed)
-        m.update_batch([text[j:j + n].encode("utf-8") for j in range(max(1, len(text) - n + 1))])
-        lsh.insert(i, m)
-        sketches.append(m)
-    parent = list(range(len(docs)))
-
-    def find(x):
-        while parent[x] != x:
-            parent[x] = parent[parent[x]]
-            x = parent[x]
-        return x
-
-    for i, m in enumerate(sketches):
-        for j in lsh.query(m):
-            a, b = find(i), find(j)
-            if a != b:
-                parent[max(a, b)] = min(a, b)
-    clusters = defaultdict(list)
-    for i in range(len(docs)):
-        clusters[find(i)].append(i)
-    removed = 0
-    for members in clusters.values():
-        best = min(PRIORITY.index(docs[i][0]) for i in members)
-        removed += sum(PRIORITY.index(docs[i][0]) != best for i in members)
-    return {"seconds": time.monotonic() - started, "removed": removed, "docs": len(docs)}
+    removed = cross_source_removed(datasketch_clusters(docs), docs)
+    return {"seconds": time.monotonic() - started, "removed": len(removed), "docs": len(docs)}
 
 
 def run_datatrove(docs, tmp: Path) -> dict:
