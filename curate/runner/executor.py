@@ -12,6 +12,8 @@ import os
 import traceback
 from typing import Iterable, Iterator
 
+import pyarrow as pa
+
 from curate.errors import CurateError, StageError
 from curate.runner.tasks import Task
 
@@ -36,6 +38,10 @@ def call_task(stage, task: Task):
         raise
     except Exception as exc:  # stage code failed: say where and why, in one line
         raise StageError(stage.name, task.where, describe(exc)) from exc
+    finally:
+        # Arrow's allocator keeps freed memory for reuse; a long-lived worker would otherwise hold the
+        # peak of every task it ever ran. Hand it back between tasks.
+        pa.default_memory_pool().release_unused()
 
 
 class _StageActor:
