@@ -127,7 +127,8 @@ class FilterStage(ShardStage):
             if not rules or not table.num_rows:
                 continue
             con = self._bind(task, table=table)
-            removed = con.sql(f"SELECT id, reason FROM (SELECT id, {reason_sql(rules)} AS reason FROM docs) "
+            # OFFSET 0 keeps DuckDB from pushing the filter into the CASE (which would evaluate every rule)
+            removed = con.sql(f"SELECT id, reason FROM (SELECT id, {reason_sql(rules)} AS reason FROM docs OFFSET 0) "
                               "WHERE reason IS NOT NULL ORDER BY id").to_arrow_table()
             ids.extend(removed.column("id").chunks)
             reasons.extend(removed.column("reason").cast(pa.string()).chunks)
