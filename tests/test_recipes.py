@@ -1,0 +1,49 @@
+"""Every recipe in filters/ binds and decides as written, over real signals of small texts."""
+
+from pathlib import Path
+
+import duckdb
+import pyarrow as pa
+import pytest
+
+from curate.recipes import available, load_recipe
+from curate.signals import compute_signals
+from curate.stages.filter import reason_sql
+
+ROOT = Path(__file__).resolve().parents[1]
+PIPELINE = str(ROOT / "pipelines" / "zyda2.yaml")
+
+GOOD = ("The committee met on Tuesday to discuss the new budget for the school year. " * 3 + "\n") * 12
+TEXTS = {
+    "good": GOOD,
+    "short": "Too short to be a document.",
+    "lorem": "lorem ipsum lorem ipsum lorem ipsum dolor sit amet. " * 20,
+    "code": "function f() { return {a: 1}; } and the rest of the page is here.\n" * 20,
+}
+
+
+def _decide(recipe: str) -> dict:
+    texts = pa.array(list(TEXTS.values()))
+    table = compute_signals(texts).append_column("text", texts).append_column("id", pa.array(list(TEXTS)))
+    con = duckdb.connect()
+    con.register("docs", table)
+    return dict(con.sql(f"SELECT id, {reason_sql(load_recipe(recipe, PIPELINE, 'test'))} FROM docs").fetchall())
+
+
+def test_the_recipes_the_issue_names_exist():
+    assert {"gopher_quality", "gopher_repetition", "c4", "fineweb", "rpv2_gopher", "zyda1"} <= set(available(PIPELINE))
+
+
+@pytest.mark.parametrize("recipe", ["gopher_quality", "gopher_repetition", "c4", "fineweb", "rpv2_gopher", "zyda1"])
+def test_recipe_binds_and_removes_the_short_page(recipe):
+    decisions = _decide(recipe)
+    assert set(decisions) == set(TEXTS)
+    if recipe not in ("gopher_repetition", "fineweb"):
+        assert decisions["short"] is not None and decisions["short"].startswith(recipe + ".")
+
+
+def test_specific_rules_fire():
+    assert _decide("zyda1")["lorem"] == "zyda1.lorem_ipsum"
+    assert _decide("c4")["code"] == "c4.curly_bracket"
+    assert _decide("gopher_quality")["short"] == "gopher_quality.word_count"
+    assert _decide("gopher_repetition")["good"] is not None  # one sentence repeated: duplicate lines
