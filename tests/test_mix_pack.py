@@ -76,7 +76,7 @@ def test_megatron_core_reads_the_packed_output_back_to_the_kept_documents(tmp_pa
 
 
 def test_downsampling_goes_to_the_ledger_and_packing_is_deterministic(tmp_path, sample_dir):
-    f = _pipeline(tmp_path, sample_dir, "{tokens: {fwe: 20000, dclm: 1.0e9}}", seq_len=512)
+    f = _pipeline(tmp_path, sample_dir, "{tokens: {fwe: 20000, dclm: 2.0e5}}", seq_len=512)
     assert run_cli(f, "--output", tmp_path / "a", "--inline", "-q") == 0
     assert run_cli(f, "--output", tmp_path / "b", "--inline", "-q") == 0
     down = duckdb.sql(f"SELECT count(*) FROM read_parquet('{tmp_path}/a/ledger/mix/fwe/*.parquet') WHERE reason = 'mix:downsampled'").fetchall()[0][0]
