@@ -17,6 +17,7 @@ import numba as nb
 import numpy as np
 
 from .unicode_tables import LOWER_OR_TITLE, SPACE, UPPER, WORD
+from .utf8 import decode as _decode
 
 #: per-document integer outputs, column order of the ``doc`` matrix
 DOC_FIELDS = (
@@ -107,23 +108,6 @@ def _in_word_set(k0, k1, text, s, e, slots, keys, set_data, set_off):
                 return True
         j = (j + 1) & mask
     return False
-
-
-@nb.njit(cache=True, inline="always")
-def _decode(data, p, end):
-    """Code point at byte ``p`` and the byte width (malformed bytes read as U+FFFD)."""
-    b0 = np.int64(data[p])
-    if b0 < 0x80:
-        return b0, 1
-    if b0 >= 0xF0 and p + 3 < end:
-        cp = ((b0 & 0x07) << 18) | ((np.int64(data[p + 1]) & 0x3F) << 12) | (
-            (np.int64(data[p + 2]) & 0x3F) << 6) | (np.int64(data[p + 3]) & 0x3F)
-        return (cp, 4) if cp < 0x110000 else (0xFFFD, 4)
-    if b0 >= 0xE0 and b0 < 0xF0 and p + 2 < end:
-        return ((b0 & 0x0F) << 12) | ((np.int64(data[p + 1]) & 0x3F) << 6) | (np.int64(data[p + 2]) & 0x3F), 3
-    if b0 >= 0xC0 and b0 < 0xE0 and p + 1 < end:
-        return ((b0 & 0x1F) << 6) | (np.int64(data[p + 1]) & 0x3F), 2
-    return 0xFFFD, 1
 
 
 @nb.njit(cache=True)

@@ -27,6 +27,7 @@ import numba as nb
 import numpy as np
 
 from .unicode_tables import NUMERIC, SPACE
+from .utf8 import decode as _decode
 
 #: per-document integer outputs, column order of the ``doc`` matrix
 DOC_FIELDS = (
@@ -128,23 +129,6 @@ def build_phrase_set(cps, word_off, phrase_off):
             n_fw += 1
         fw_mask[fw_slots[j]] |= _U64(1) << _U64(min(w1 - w0, 63))
     return slots, phash, fw_slots, fw_hash, fw_mask
-
-
-@nb.njit(cache=True, inline="always")
-def _decode(data, p, end):
-    """Code point at byte ``p`` and the byte width (malformed bytes read as U+FFFD)."""
-    b0 = np.int64(data[p])
-    if b0 < 0x80:
-        return b0, 1
-    if b0 >= 0xF0 and p + 3 < end:
-        cp = ((b0 & 0x07) << 18) | ((np.int64(data[p + 1]) & 0x3F) << 12) | (
-            (np.int64(data[p + 2]) & 0x3F) << 6) | (np.int64(data[p + 3]) & 0x3F)
-        return (cp, 4) if cp < 0x110000 else (0xFFFD, 4)
-    if b0 >= 0xE0 and b0 < 0xF0 and p + 2 < end:
-        return ((b0 & 0x0F) << 12) | ((np.int64(data[p + 1]) & 0x3F) << 6) | (np.int64(data[p + 2]) & 0x3F), 3
-    if b0 >= 0xC0 and b0 < 0xE0 and p + 1 < end:
-        return ((b0 & 0x1F) << 6) | (np.int64(data[p + 1]) & 0x3F), 2
-    return 0xFFFD, 1
 
 
 @nb.njit(cache=True)
