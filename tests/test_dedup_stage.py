@@ -120,3 +120,18 @@ def test_exact_dedup_removes_all_but_one_of_each_exact_group(tmp_path, sample_di
         assert PRIORITY.index(survivors[0][0]) == members[0][0], "the best source's copy is the one kept"
     reasons = {r[0] for r in duckdb.sql(f"SELECT reason FROM read_parquet('{tmp_path}/run/ledger/exact_dedup/*/*.parquet')").fetchall()}
     assert all(r.startswith("exact_duplicate_of:") for r in reasons)
+
+
+def test_exact_jaccard_verification_drops_pairs_below_the_threshold(tmp_path, sample_dir, cross):
+    q = "SELECT source, id FROM read_parquet('{}/ledger/dedup/*/*.parquet')"
+    unverified = set(duckdb.sql(q.format(cross)).fetchall())
+    strict = tmp_path / "strict.yaml"
+    strict.write_text(_pipeline(tmp_path, sample_dir).read_text().replace("policy: cross_source", "policy: cross_source, verify: 0.95"))
+    assert run_cli(strict, "--output", tmp_path / "strict", "--inline", "-q") == 0
+    verified = set(duckdb.sql(q.format(tmp_path / "strict")).fetchall())
+    assert verified < unverified, "a stricter exact check removes a subset"
+    truth = json.loads((sample_dir / "truth.json").read_text())
+    jaccard = {(m["source"], m["id"]): m.get("jaccard_char25", 1.0) for g in truth["groups"] for m in g["members"]}
+    # every removal that survives verification is a planted variant at high similarity to its original
+    assert all(jaccard[r] >= 0.9 for r in verified)
+    assert any(jaccard[r] < 0.95 for r in unverified - verified)

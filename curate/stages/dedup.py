@@ -40,6 +40,8 @@ class DedupStage(ShardStage):
         "minhash": Field((str,), default=None, nullable=True, doc="the minhash stage to read (default: the last one before this)"),
         "policy": Field((str,), default="cross_source", choices=list(POLICIES)),
         "max_rounds": Field((int,), default=100, min=1, doc="label propagation rounds before giving up"),
+        "verify": Field((float,), default=None, nullable=True, min=0.0, max=1.0,
+                        doc="keep a candidate pair only if the exact Jaccard of its shingle sets reaches this"),
     }
 
     # ---- planning -------------------------------------------------------------------------------
@@ -82,6 +84,10 @@ class DedupStage(ShardStage):
         parts = range(self.partitions)
         run = lambda label, ts: runner.run(self, f"{self.name}: {label}", ts, self._phase_marker)
         run("buckets", [self._phase("buckets", f"{p:05d}", p) for p in parts])
+        if self.options.get("verify") is not None:
+            shards = [(t.source, t.shard) for t in tasks]
+            run("verify a", [self._phase("verify_a", shard_tag(*self.numbers[s]), s) for s in shards])
+            run("verify b", [self._phase("verify_b", shard_tag(*self.numbers[s]), s) for s in shards])
         run("init", [self._phase("init", f"{p:05d}", p) for p in parts])
         for rnd in range(self.options["max_rounds"]):
             run(f"send {rnd}", [self._phase("send", f"{rnd:03d}-{p:05d}", (rnd, p)) for p in parts])
@@ -113,14 +119,70 @@ class DedupStage(ShardStage):
         cols = read_columns(fs.join(self.bands_root, f"p={p:05d}", "*.parquet"), ["band", "key", "node", "hi"],
                             {"band": np.uint16, "key": U64, "node": U64, "hi": U64})
         u, v = bucket_edges(cols["band"], cols["key"], cols["node"])
+        hi_u, hi_v = _lookup(cols["node"], cols["hi"], u), _lookup(cols["node"], cols["hi"], v)
+        if self.options.get("verify") is not None:  # candidates go to the docs shard of u first
+            for key, part in _by_shard(u, u=u, v=v, hi_u=hi_u, hi_v=hi_v):
+                write_columns(self._work("candidates", f"s={_tag(key)}", f"from-{p:05d}.parquet"), **part)
+        else:
+            self._write_edges(f"{p:05d}", u, v, hi_u, hi_v)
+        return {"in": len(cols["node"]), "edges": len(u)}
+
+    def _write_edges(self, origin: str, u, v, hi_u, hi_v) -> None:
+        """Edges in both directions by node partition, and each linked node's rank."""
         both_u, both_v = np.concatenate([u, v]), np.concatenate([v, u])
         for q, part in split(partition_of(both_u, self.partitions), self.partitions, u=both_u, v=both_v):
-            write_columns(self._work("edges", f"p={q:05d}", f"from-{p:05d}.parquet"), **part)
-        linked = np.unique(both_u)
-        hi = _lookup(cols["node"], cols["hi"], linked)
+            write_columns(self._work("edges", f"p={q:05d}", f"from-{origin}.parquet"), **part)
+        linked, first = np.unique(both_u, return_index=True)
+        hi = np.concatenate([hi_u, hi_v])[first]
         for q, part in split(partition_of(linked, self.partitions), self.partitions, node=linked, hi=hi):
-            write_columns(self._work("nodes", f"p={q:05d}", f"from-{p:05d}.parquet"), **part)
-        return {"in": len(cols["node"]), "edges": len(u)}
+            write_columns(self._work("nodes", f"p={q:05d}", f"from-{origin}.parquet"), **part)
+
+    def _shingle_sets(self, source: str, shard: str, rows: np.ndarray) -> dict:
+        """Stable 64-bit hashes of each requested row's shingles (the minhash stage's shingling)."""
+        import xxhash
+
+        from curate.stages.minhash import MinhashStage
+
+        shingling = MinhashStage.spec_of(self._minhash().options).shingling
+        wanted = np.unique(rows)
+        with fs.open_input(self.run.docs(source, shard)) as handle:
+            texts = pq.read_table(handle, columns=["text"]).column("text").take(pa.array(wanted)).to_pylist()
+        h = xxhash.xxh3_64_intdigest
+        return {int(r): np.unique(np.fromiter((h(x.encode()) for x in shingling.shingle_strings(t)), U64))
+                for r, t in zip(wanted, texts)}
+
+    def _verify_a(self, arg) -> dict:
+        """Attach u's shingle hashes to each candidate and send it to the docs shard of v."""
+        source, shard = arg
+        tag = shard_tag(*self.numbers[(source, shard)])
+        c = read_columns(self._work("candidates", f"s={tag}", "*.parquet"), ["u", "v", "hi_u", "hi_v"],
+                         {"u": U64, "v": U64, "hi_u": U64, "hi_v": U64})
+        sets = self._shingle_sets(source, shard, nodes.row_of(c["u"]))
+        for key, part in _by_shard(c["v"], **c):
+            shingles = [sets[int(r)] for r in nodes.row_of(part["u"])]
+            table = pa.table({**{k: pa.array(v) for k, v in part.items()},
+                              "shingles_u": pa.array(shingles, pa.list_(pa.uint64()))})
+            write_table(self._work("verify", f"s={_tag(key)}", f"from-{tag}.parquet"), table, compression="lz4")
+        return {"in": len(c["u"])}
+
+    def _verify_b(self, arg) -> dict:
+        """Exact Jaccard of each candidate pair; pairs at or above `verify` become edges."""
+        source, shard = arg
+        tag = shard_tag(*self.numbers[(source, shard)])
+        parts = []
+        for path in fs.glob(self._work("verify", f"s={tag}", "*.parquet")):
+            with fs.open_input(path) as handle:
+                parts.append(pq.read_table(handle))
+        if not parts:
+            return {"in": 0, "kept_pairs": 0}
+        table = pa.concat_tables(parts)
+        v = table.column("v").to_numpy()
+        sets = self._shingle_sets(source, shard, nodes.row_of(v))
+        keep = np.array([_jaccard(np.asarray(a, U64), sets[int(r)]) >= self.options["verify"]
+                         for a, r in zip(table.column("shingles_u").to_pylist(), nodes.row_of(v))], dtype=bool)
+        cols = {k: table.column(k).to_numpy()[keep] for k in ("u", "v", "hi_u", "hi_v")}
+        self._write_edges(f"v{tag}", cols["u"], cols["v"], cols["hi_u"], cols["hi_v"])
+        return {"in": len(v), "kept_pairs": int(keep.sum())}
 
     def _init(self, p: int) -> dict:
         cols = read_columns(self._work("nodes", f"p={p:05d}", "*.parquet"), ["node", "hi"], {"node": U64, "hi": U64})
@@ -222,6 +284,14 @@ def _by_shard(keys_from: np.ndarray, **columns: np.ndarray):
     for s, e in zip(starts, ends):
         rows = order[s:e]
         yield int(keys[s]), {name: col[rows] for name, col in columns.items()}
+
+
+def _jaccard(a: np.ndarray, b: np.ndarray) -> float:
+    """|a & b| / |a | b| of two sorted unique hash arrays."""
+    if not len(a) and not len(b):
+        return 1.0
+    inter = len(np.intersect1d(a, b, assume_unique=True))
+    return inter / (len(a) + len(b) - inter)
 
 
 def _lookup(keys: np.ndarray, values: np.ndarray, wanted: np.ndarray) -> np.ndarray:
