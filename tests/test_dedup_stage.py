@@ -135,3 +135,18 @@ def test_exact_jaccard_verification_drops_pairs_below_the_threshold(tmp_path, sa
     # every removal that survives verification is a planted variant at high similarity to its original
     assert all(jaccard[r] >= 0.9 for r in verified)
     assert any(jaccard[r] < 0.95 for r in unverified - verified)
+
+
+def test_policy_all_with_id_tie_break_keeps_the_smallest_id_of_the_best_source(tmp_path, sample_dir):
+    f = _pipeline(tmp_path, sample_dir, policy="all", extra=", tie_break: id")
+    assert run_cli(f, "--output", tmp_path / "run", "--inline", "-q") == 0
+    rows = duckdb.sql(f"SELECT cluster, source, id, kept FROM read_parquet('{tmp_path}/run/dedup/clusters/*/*.parquet')").fetchall()
+    clusters = {}
+    for cluster, source, doc_id, kept in rows:
+        clusters.setdefault(cluster, []).append((PRIORITY.index(source), doc_id, kept))
+    assert clusters
+    for members in clusters.values():
+        assert [m[2] for m in sorted(members)] == [True] + [False] * (len(members) - 1)
+    details = duckdb.sql(f"SELECT detail FROM read_parquet('{tmp_path}/run/ledger/dedup/*/*.parquet')").fetchall()
+    kept_ids = {m[1] for ms in clusters.values() for m in ms if m[2]}
+    assert details and all(d.split(" ")[1] in kept_ids for (d,) in details)

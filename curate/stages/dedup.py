@@ -100,6 +100,9 @@ class DedupStage(ShardStage):
         else:
             raise CurateError(f"stage '{self.name}': components did not converge in {self.options['max_rounds']} rounds")
         run("decide", [self._phase("decide", f"{p:05d}", (self.final_round, p)) for p in parts])
+        if self._by_id():
+            run("idrank", [self._phase("idrank", shard_tag(*self.numbers[(t.source, t.shard)]), (t.source, t.shard)) for t in tasks])
+            run("choose", [self._phase("choose", f"{p:05d}", p) for p in parts])
         shards = [self._phase("resolve", shard_tag(*self.numbers[(t.source, t.shard)]), (t.source, t.shard)) for t in tasks]
         run("resolve", shards)
         runner.run(self, self.name, tasks, lambda t: self.run.marker(self.name, t.source, t.shard))
@@ -218,11 +221,57 @@ class DedupStage(ShardStage):
         rnd, p = arg
         lab = self._labels(rnd, p)
         node, label = lab["node"], lab["label_lo"]
+        if self._by_id():  # the kept document is chosen by id once ids are attached (phases idrank, choose)
+            for key, part in _by_shard(node, node=node, label=label):
+                write_columns(self._work("idrank", f"s={_tag(key)}", f"from-{p:05d}.parquet"), **part)
+            return {"in": len(node)}
         gone = removed_mask(self.options["policy"], node, label)
-        for key, part in _by_shard(label[gone], node=node[gone], label=label[gone]):
-            write_columns(self._work("removed", f"s={_tag(key)}", f"from-{p:05d}.parquet"), **part)
+        self._write_decisions(f"{p:05d}", node, label, gone, label)
+        return {"in": len(node), "removed": int(gone.sum())}
+
+    def _by_id(self) -> bool:
+        """Policy `all` with `tie_break: id`: the smallest id of the best source's documents is kept."""
+        return (self.options["policy"] == "all" and "minhash" in self.OPTIONS
+                and self._minhash().options["tie_break"] == "id")
+
+    def _write_decisions(self, origin: str, node, label, gone, kept) -> None:
+        """Removed nodes (with the node kept in their place) by the kept node's shard; members by their own."""
+        for key, part in _by_shard(kept[gone], node=node[gone], label=kept[gone]):
+            write_columns(self._work("removed", f"s={_tag(key)}", f"from-{origin}.parquet"), **part)
         for key, part in _by_shard(node, node=node, label=label, removed=gone):
-            write_columns(self._work("members", f"s={_tag(key)}", f"from-{p:05d}.parquet"), **part)
+            write_columns(self._work("members", f"s={_tag(key)}", f"from-{origin}.parquet"), **part)
+
+    def _idrank(self, arg) -> dict:
+        """Attach each member's id, then send members to the partition of their cluster."""
+        source, shard = arg
+        tag = shard_tag(*self.numbers[(source, shard)])
+        m = read_columns(self._work("idrank", f"s={tag}", "*.parquet"), ["node", "label"], {"node": U64, "label": U64})
+        ids = self._shard_ids(source, shard).take(pa.array(nodes.row_of(m["node"]))).to_pylist()
+        part_of = partition_of(m["label"], self.partitions)
+        for q in np.unique(part_of):
+            rows = np.flatnonzero(part_of == q)
+            table = pa.table({"node": pa.array(m["node"][rows]), "label": pa.array(m["label"][rows]),
+                              "id": pa.array([ids[i] for i in rows], pa.string())})
+            write_table(self._work("choose", f"p={int(q):05d}", f"from-{tag}.parquet"), table, compression="lz4")
+        return {"in": len(m["node"])}
+
+    def _choose(self, p: int) -> dict:
+        """Per cluster: keep the best source's smallest id; everything else is removed in its favour."""
+        parts = []
+        for path in fs.glob(self._work("choose", f"p={p:05d}", "*.parquet")):
+            with fs.open_input(path) as handle:
+                parts.append(pq.read_table(handle))
+        if not parts:
+            return {"in": 0, "removed": 0}
+        t = pa.concat_tables(parts)
+        node, label, ids = t.column("node").to_numpy(), t.column("label").to_numpy(), t.column("id").to_pylist()
+        prio = nodes.priority_of(node)
+        kept_of: dict = {}
+        for i in sorted(range(len(node)), key=lambda i: (int(label[i]), int(prio[i]), ids[i])):
+            kept_of.setdefault(int(label[i]), node[i])
+        kept = np.array([kept_of[int(x)] for x in label], dtype=U64)
+        gone = node != kept
+        self._write_decisions(f"{p:05d}", node, label, gone, kept)
         return {"in": len(node), "removed": int(gone.sum())}
 
     def _shard_ids(self, source: str, shard: str) -> pa.Array:

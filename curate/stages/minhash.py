@@ -56,7 +56,8 @@ class MinhashStage(ShardStage):
         "partitions": Field((int,), default=None, nullable=True, min=1,
                             doc="hash partitions of band keys for the dedup stage (default: one per 250,000 documents)"),
         "tie_break": Field((str,), default="first",
-                           doc="which document of a source a dedup `all` policy keeps: first, longer, or a numeric column (higher wins)"),
+                           doc="which document of a source a dedup `all` policy keeps: first (input order), id (smallest), "
+                               "longer, or a numeric column (higher wins)"),
         "threads": Field((int,), default=1, min=1, doc="threads per task for the signature kernel"),
     }
 
@@ -109,7 +110,7 @@ class MinhashStage(ShardStage):
         hasher = MinHasher(spec, threads=self.options["threads"])
         priority, index = self.numbers[(task.source, task.shard)]
         tie = self.options["tie_break"]
-        columns = ["id", "text"] + ([tie] if tie not in ("first", "longer") else [])
+        columns = ["id", "text"] + ([tie] if tie not in ("first", "longer", "id") else [])
         n_in, parts = 0, []
         for table in self.live_batches(task, columns=columns, with_rows=True):
             n_in += table.num_rows
@@ -133,7 +134,7 @@ class MinhashStage(ShardStage):
 
     def _tie_rank(self, table: pa.Table, texts: pa.Array) -> np.ndarray:
         tie = self.options["tie_break"]
-        if tie == "first":
+        if tie in ("first", "id"):  # `id` is decided by the dedup stage once ids are attached
             return np.zeros(table.num_rows, U64)
         if tie == "longer":
             return rank_key(pc.utf8_length(texts))
