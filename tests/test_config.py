@@ -55,6 +55,7 @@ def test_parse_override_values():
 
 @pytest.mark.parametrize("override, key, expected", [
     ("sources.a.pathz=x", "sources.a.pathz", "did you mean 'paths'"),
+    ("sources.a.fields={txt: body}", "sources.a.fields.txt", "did you mean 'text'"),
     ("sources.a.format=jsonll", "sources.a.format", "expected one of"),
     ("execution.max_bad_fraction=-0.1", "execution.max_bad_fraction", ">= 0.0"),
     ("execution.workers=two", "execution.workers", "expected an integer"),

@@ -26,7 +26,8 @@ def _formats():
 SOURCE_KEYS = {
     "format": Field((str,), choices=_formats, doc="the native format of the files"),
     "paths": Field((str, list), item=Field((str,)), doc="files or globs: local, s3://, gs://, hf://"),
-    "fields": Field((dict,), default=dict, item=Field((str,)), doc="our field -> the source's field, e.g. {text: content}"),
+    "fields": Field((dict,), default=dict, doc="our field -> the source's field, e.g. {text: content}",
+                    keys={k: Field((str,), default=None, nullable=True) for k in ("text", "id", "url")}),
     "columns": Field((list,), default=None, item=Field((str,)), nullable=True, doc="columns to keep (parquet projection); all when null"),
     "storage_options": Field((dict,), default=dict, doc="fsspec options, e.g. {anon: true}"),
 }

@@ -36,11 +36,9 @@ class Format:
 
     def with_fields(self, fields: dict) -> "Format":
         """Apply a source's `fields:` mapping (text/id/url) on top of the preset."""
-        unknown = set(fields) - {"text", "id", "url"}
-        if unknown:
-            raise ValueError(f"unknown field role(s) {sorted(unknown)}; expected text, id, url")
-        return Format(self.name, self.kind, fields.get("text", self.text), fields.get("id", self.id),
-                      fields.get("url", self.url), self.promote, self.doc)
+        given = {k: v for k, v in fields.items() if v is not None}
+        return Format(self.name, self.kind, given.get("text", self.text), given.get("id", self.id),
+                      given.get("url", self.url), self.promote, self.doc)
 
 
 @dataclass(frozen=True)
