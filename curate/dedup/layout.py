@@ -38,3 +38,12 @@ def read_columns(pattern: str, names: list[str], dtypes: dict) -> dict[str, np.n
             parts[n].append(table.column(n).to_numpy())
     return {n: (np.concatenate(parts[n]).astype(dtypes[n], copy=False) if parts[n] else np.empty(0, dtypes[n]))
             for n in names}
+
+
+def read_tables(pattern: str) -> pa.Table | None:
+    """Every file matching `pattern` as one table (None when there is none)."""
+    parts = []
+    for path in fs.glob(pattern):
+        with fs.open_input(path) as handle:
+            parts.append(pq.read_table(handle))
+    return pa.concat_tables(parts) if parts else None

@@ -22,7 +22,7 @@ import pyarrow.parquet as pq
 from curate.config.schema import Field
 from curate.dedup import components, nodes
 from curate.dedup.candidates import bucket_edges
-from curate.dedup.layout import read_columns, shard_numbers, shard_tag, write_columns
+from curate.dedup.layout import read_columns, read_tables, shard_numbers, shard_tag, write_columns
 from curate.dedup.policy import POLICIES, removed_mask
 from curate.dedup.shuffle import partition_of, split
 from curate.errors import CurateError
@@ -172,13 +172,9 @@ class DedupStage(ShardStage):
         """Exact Jaccard of each candidate pair; pairs at or above `verify` become edges."""
         source, shard = arg
         tag = shard_tag(*self.numbers[(source, shard)])
-        parts = []
-        for path in fs.glob(self._work("verify", f"s={tag}", "*.parquet")):
-            with fs.open_input(path) as handle:
-                parts.append(pq.read_table(handle))
-        if not parts:
+        table = read_tables(self._work("verify", f"s={tag}", "*.parquet"))
+        if table is None:
             return {"in": 0, "kept_pairs": 0}
-        table = pa.concat_tables(parts)
         v = table.column("v").to_numpy()
         sets = self._shingle_sets(source, shard, nodes.row_of(v))
         keep = np.array([_jaccard(np.asarray(a, U64), sets[int(r)]) >= self.options["verify"]
@@ -257,13 +253,9 @@ class DedupStage(ShardStage):
 
     def _choose(self, p: int) -> dict:
         """Per cluster: keep the best source's smallest id; everything else is removed in its favour."""
-        parts = []
-        for path in fs.glob(self._work("choose", f"p={p:05d}", "*.parquet")):
-            with fs.open_input(path) as handle:
-                parts.append(pq.read_table(handle))
-        if not parts:
+        t = read_tables(self._work("choose", f"p={p:05d}", "*.parquet"))
+        if t is None:
             return {"in": 0, "removed": 0}
-        t = pa.concat_tables(parts)
         node, label, ids = t.column("node").to_numpy(), t.column("label").to_numpy(), t.column("id").to_pylist()
         prio = nodes.priority_of(node)
         kept_of: dict = {}
@@ -301,12 +293,9 @@ class DedupStage(ShardStage):
         write_table(self.run.path(self.name, "clusters", task.source, f"{task.shard}.parquet"),
                     pa.table({"id": ids.take(pa.array(rows)), "source": pa.array([task.source] * len(rows), pa.string()),
                               "cluster": pa.array(members["label"][order]), "kept": pa.array(~members["removed"][order])}))
-        resolved = {}
-        for path in fs.glob(self._work("resolved", f"s={tag}", "*.parquet")):
-            with fs.open_input(path) as handle:
-                table = pq.read_table(handle)
-            resolved.update(zip(table.column("node").to_pylist(), zip(table.column("kept_id").to_pylist(),
-                                                                       table.column("kept_source").to_pylist())))
+        table = read_tables(self._work("resolved", f"s={tag}", "*.parquet"))
+        resolved = {} if table is None else dict(zip(table.column("node").to_pylist(), zip(
+            table.column("kept_id").to_pylist(), table.column("kept_source").to_pylist())))
         gone = sorted(resolved)
         gone_rows = nodes.row_of(np.array(gone, dtype=U64))
         reasons = [f"{self.REASON}:{resolved[n][1]}" for n in gone]
