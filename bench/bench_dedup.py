@@ -26,6 +26,10 @@ from curate.sample import make_sample
 from eval_dedup import cross_source_removed, datasketch_clusters  # same baseline as the quality evaluation
 
 PRIORITY = ["fwe", "dclm", "zyda", "dolma_cc"]
+# The timed process is minhash + dedup; the HTML report that a run writes at its end is left out (when this
+# curate writes one), so that versions compare on the same work.
+REPORT_FLAG = ["--no-report"] if "--no-report" in subprocess.run(
+    [sys.executable, "-m", "curate", "run", "--help"], capture_output=True, text=True).stdout else []
 
 
 def pipeline_yaml(sample: Path, preset: str, policy: str) -> str:
@@ -48,7 +52,7 @@ def run_curate(tmp: Path, sample: Path, preset: str, policy: str, mode: list[str
     f = tmp / f"{tag}.yaml"
     f.write_text(pipeline_yaml(sample, preset, policy))
     out = tmp / tag
-    base = [sys.executable, "-m", "curate", "run", str(f), "--output", str(out), "-q"]
+    base = [sys.executable, "-m", "curate", "run", str(f), "--output", str(out), "-q"] + REPORT_FLAG
     subprocess.run(base + ["--inline", "--until", "ingest"], check=True, capture_output=True)
     started = time.monotonic()
     proc = subprocess.Popen(base + mode, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
@@ -143,7 +147,7 @@ def main() -> None:
             make_sample(big, docs=args.docs * args.memory_scale, seed=1)
             small_mem = ours_ray["peak_mb"]
             large = run_curate(tmp, big, "zyda2", "cross_source", ["--workers", "2"], "z-big")
-            print(f"\npeak RSS of the driver process, minhash+dedup (Ray workers are separate processes):")
+            print("\npeak RSS of the driver process, minhash+dedup (Ray workers are separate processes):")
             print(f"  {ours_ray['docs']:>8} docs: {small_mem:7.0f} MB, {ours_ray['seconds']:.1f}s")
             print(f"  {large['docs']:>8} docs: {large['peak_mb']:7.0f} MB, {large['seconds']:.1f}s")
             inline_big = run_curate(tmp, big, "zyda2", "cross_source", ["--inline"], "z-big-inline")

@@ -1,3 +1,23 @@
-"""curate: staged Ray pipelines that turn open web datasets into a clean, deduplicated training mixture."""
+"""curate: staged Ray pipelines that turn open web datasets into a clean, deduplicated training mixture.
+
+    import curate
+    pipeline = curate.load_pipeline("pipelines/zyda2.yaml", ["stages.mix.seed=1"])
+    rows = curate.run_pipeline(pipeline, "runs/zyda2")
+"""
 
 __version__ = "0.1.0"
+
+
+def load_pipeline(path, overrides: list[str] | None = None):
+    """A validated pipeline file, checked against every registered stage."""
+    from curate.config.pipeline import load_pipeline as load
+    from curate.stages import STAGES
+
+    return load(path, overrides, STAGES)
+
+
+def run_pipeline(pipeline, output: str, **options):
+    """Run (or resume) a pipeline into `output`; see `curate.runner.run.run_pipeline` for the options."""
+    from curate.runner.run import run_pipeline as run
+
+    return run(pipeline, output, **options)

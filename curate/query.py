@@ -1,7 +1,7 @@
 """DuckDB views over a run directory, so a run can be inspected (and re-thresholded) with SQL.
 
-Views: `docs`, `kept` (one row per document, with `source`), `ledger`, `signals` and any later
-stage's tables (`clusters`) as they appear. A source's own `source` column, if it has one (Zyda
+Views: the run's tables (`docs`, `kept`, `signals`, `scores`, `dual_use`, `quarantine`: one row per
+document, with `source`), `ledger`, and `clusters`, as they appear. A source's own `source` column, if it has one (Zyda
 does), is shown as `source_column`. Remote runs (s3://, gs://, ...) are read through fsspec.
 """
 
@@ -10,45 +10,36 @@ from __future__ import annotations
 import csv
 import io
 import json
+import os
 
 import duckdb
 
 from curate.errors import CurateError
 from curate.io import fs
-
-_PER_SOURCE = {"docs": "docs", "kept": "kept", "signals": "signals"}
-
-
-def _url(run: str, *parts: str) -> str:
-    return fs.join(run, *parts)
+from curate.rundir import RunDir
+from curate.rundir.layout import TABLES
+from curate.sql import connect as sql_connect
+from curate.sql import quote, read_parquet
 
 
-def _sources(run: str, folder: str) -> list[str]:
-    return sorted({p.rstrip("/").rsplit("/", 2)[-2] for p in fs.glob(_url(run, folder, "*", "*.parquet"))})
-
-
-def connect(run: str) -> duckdb.DuckDBPyConnection:
+def connect(root: str) -> duckdb.DuckDBPyConnection:
     """A DuckDB connection with one view per table the run has produced so far."""
-    filesystem, _ = fs.filesystem(run)
-    if not fs.exists(_url(run, "pipeline.yaml")):
-        raise CurateError(f"{run}: not a run directory (no pipeline.yaml); run `curate run PIPELINE --output {run}` first")
-    con = duckdb.connect()
-    if not fs.is_local(filesystem):
-        con.register_filesystem(filesystem)
-    for view, folder in _PER_SOURCE.items():
+    run = RunDir(root)
+    if not fs.exists(run.pipeline_file):
+        raise CurateError(f"{root}: not a run directory (no pipeline.yaml); run `curate run PIPELINE --output {root}` first")
+    con = sql_connect(threads=None)
+    for view in TABLES:
         parts = []
-        for source in _sources(run, folder):
-            pattern = _url(run, folder, source, "*.parquet")
-            columns = [r[0] for r in con.sql(f"DESCRIBE SELECT * FROM read_parquet('{pattern}', union_by_name=true)").fetchall()]
+        for source in run.table_sources(view):
+            scan = read_parquet(con, run.table_glob(view, source), "union_by_name=true")
+            columns = [r[0] for r in con.sql(f"DESCRIBE SELECT * FROM {scan}").fetchall()]
             rename = " RENAME (source AS source_column)" if "source" in columns else ""
-            parts.append(f"SELECT '{source}' AS source, *{rename} FROM read_parquet('{pattern}', union_by_name=true)")
+            parts.append(f"SELECT {quote(source)} AS source, *{rename} FROM {scan}")
         if parts:
             con.execute(f"CREATE VIEW {view} AS " + " UNION ALL BY NAME ".join(parts))
-    if fs.glob(_url(run, "ledger", "*", "*", "*.parquet")):
-        con.execute(f"CREATE VIEW ledger AS SELECT * FROM read_parquet('{_url(run, 'ledger', '*', '*', '*.parquet')}')")
-    clusters = fs.glob(_url(run, "*", "clusters", "*", "*.parquet"))
-    if clusters:
-        con.execute(f"CREATE VIEW clusters AS SELECT * FROM read_parquet('{_url(run, '*', 'clusters', '*', '*.parquet')}')")
+    for view, pattern in (("ledger", run.ledger_glob()), ("clusters", run.clusters_glob())):
+        if fs.glob(pattern):
+            con.execute(f"CREATE VIEW {view} AS SELECT * FROM {read_parquet(con, pattern)}")
     return con
 
 
@@ -61,7 +52,10 @@ def describe(con: duckdb.DuckDBPyConnection) -> str:
 
 
 def query(run: str, sql: str, fmt: str = "table", out: str | None = None, limit: int = 200) -> str:
-    """Run `sql` over the run's views; returns text to print (or writes `out` for csv/json/parquet)."""
+    """Run `sql` over the run's views; returns text to print (or writes `out` for csv/json/parquet).
+
+    Table output shows at most `limit` rows (0: all) and says how many the result has."""
+    sql = sql.strip().rstrip(";").strip()
     con = connect(run)
     try:
         rel = con.sql(sql)
@@ -70,14 +64,19 @@ def query(run: str, sql: str, fmt: str = "table", out: str | None = None, limit:
     if rel is None:
         return ""
     if out:
-        target = out
-        if fmt == "parquet":
-            rel.write_parquet(target)
-        elif fmt == "json":
-            con.sql(f"COPY ({sql}) TO '{target}' (FORMAT json)")
-        else:
-            rel.write_csv(target)
-        return f"wrote {target}"
+        folder = os.path.dirname(os.path.abspath(out)) if "://" not in out else None
+        if folder and not os.path.isdir(folder):
+            raise CurateError(f"--out {out}: the folder {folder} does not exist")
+        try:
+            if fmt == "parquet":
+                rel.write_parquet(out)
+            elif fmt == "json":
+                con.sql(f"COPY ({sql}) TO {quote(out)} (FORMAT json)")
+            else:
+                rel.write_csv(out)
+        except duckdb.Error as exc:
+            raise CurateError(f"--out {out}: {str(exc).splitlines()[0]}") from None
+        return f"wrote {out}"
     if fmt == "csv":
         buffer = io.StringIO()
         writer = csv.writer(buffer, lineterminator="\n")
@@ -88,5 +87,19 @@ def query(run: str, sql: str, fmt: str = "table", out: str | None = None, limit:
         return "\n".join(json.dumps(dict(zip(rel.columns, row)), default=str) for row in rel.fetchall())
     if fmt == "parquet":
         raise CurateError("--format parquet needs --out FILE")
-    return str(rel.limit(limit)) if limit else str(rel)
+    total = con.sql(f"SELECT count(*) FROM ({sql})").fetchall()[0][0]
+    rows = (rel.limit(limit) if limit else rel).fetchall()
+    shown = f"{total:,} row{'s' if total != 1 else ''}" + (f" ({len(rows):,} shown; --limit 0 shows all)" if len(rows) < total else "")
+    return render_table(rel.columns, rows) + "\n" + shown
 
+
+def render_table(columns: list[str], rows: list[tuple], width: int = 40) -> str:
+    """A plain text table; cells longer than `width` characters are cut with '...'."""
+    def cell(value) -> str:
+        text = "NULL" if value is None else str(value).replace("\n", "\\n")
+        return text if len(text) <= width else text[: width - 3] + "..."
+
+    cells = [[cell(v) for v in row] for row in rows]
+    widths = [max([len(c)] + [len(r[i]) for r in cells]) for i, c in enumerate(columns)]
+    line = lambda values: "  ".join(v.ljust(w) for v, w in zip(values, widths)).rstrip()
+    return "\n".join([line(columns), line(["-" * w for w in widths]), *(line(r) for r in cells)])

@@ -2,7 +2,7 @@
 
 A recipe is `{name, rules: {rule: predicate}}`; a document passes a rule when its predicate is TRUE
 (FALSE or NULL fails it). Recipes are looked up in CURATE_FILTERS (a folder), then in `filters/`
-beside the pipeline's folder, then in `./filters`.
+beside the pipeline's folder, then in `./filters`, then among the recipes that ship with curate.
 """
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ from pathlib import Path
 import yaml
 
 from curate.errors import ConfigError
+from curate.packaged import filters_dir
 
 
 @dataclass(frozen=True)
@@ -28,6 +29,7 @@ def search_path(pipeline_file: str) -> list[Path]:
         paths.append(Path(os.environ["CURATE_FILTERS"]))
     paths.append(Path(pipeline_file).resolve().parent.parent / "filters")
     paths.append(Path.cwd() / "filters")
+    paths.append(filters_dir())  # the recipes that ship with curate
     return paths
 
 

@@ -35,7 +35,7 @@ def _propagate(u, v, hi_of, partitions):
         node = np.sort(part["node"])
         labels[p] = (node, hi_of(node), node.copy())
     edges = dict(split(partition_of(both_u, partitions), partitions, u=both_u, v=both_v))
-    for rounds in range(1, 100):
+    for rounds in range(1, 100):  # noqa: B007 - the count is returned after the loop
         inbox = {p: [] for p in labels}
         for p, (node, lhi, llo) in labels.items():
             e = edges.get(p, {"u": np.empty(0, U64), "v": np.empty(0, U64)})
@@ -53,7 +53,7 @@ def _propagate(u, v, hi_of, partitions):
         if changed == 0:
             break
     out = {}
-    for node, lhi, llo in labels.values():
+    for node, _lhi, llo in labels.values():
         out.update(zip(node.tolist(), llo.tolist()))
     return out, rounds
 

@@ -2,7 +2,7 @@
 
 import pytest
 
-from curate.config import load_pipeline
+from curate import load_pipeline
 from curate.config.pipeline import parse_override
 from curate.errors import ConfigError
 
@@ -115,3 +115,49 @@ def test_unknown_until_stage(tmp_path, capsys):
     f = _write(tmp_path, BASE.format(path=str(tmp_path / "x.jsonl")))
     assert run_cli(f, "--output", tmp_path / "run", "--inline", "--until", "dedupe") == 2
     assert "--until: dedupe: no such stage" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("steps, key, expected", [
+    ("dedup: {}\n  pack: {}\n  manifest: {}", "stages.dedup", "needs minhash from an earlier step; add a `minhash` step before 'dedup'"),
+    ("dedup: {}\n  minhash: {}", "stages.dedup", "needs minhash from step 'minhash', which comes after it"),
+    ("pack: {}", "stages.pack", "needs tokens from an earlier step; add a `tokenize` step"),
+    ("minhash: {}\n  signals: {}\n  dedup: {minhash: signals}", "stages.dedup.minhash", "'signals' is not an earlier step that provides minhash"),
+])
+def test_a_broken_stage_chain_fails_at_load_naming_the_step(tmp_path, steps, key, expected):
+    f = _write(tmp_path, BASE.format(path=tmp_path / "x.jsonl") + "  " + steps + "\n")
+    message = _error(f)
+    assert message.startswith(f"{f}: {key}: ") and expected in message
+
+
+def test_removing_documents_after_tokenizing_fails_before_any_work(tmp_path, sample_env, capsys):
+    f = _write(tmp_path, ZYDA2.read_text().replace("  tokenize:", "  late: {use: filter, where: {fwe: 'true'}}\n  tokenize:", 1)
+               .replace("  mix:", "  tokenize_first: {use: tokenize}\n  mix:", 1))
+    assert run_cli(f, "--output", tmp_path / "run", "--inline", "-q") == 2
+    assert capsys.readouterr().err.strip().splitlines()[-1] == (
+        f"curate: error: {f}: stages.mix: removes documents after step 'tokenize_first' tokenized them, "
+        "so they would still be packed; put it before 'tokenize_first'")
+    assert not (tmp_path / "run").exists()
+
+
+def test_a_final_step_runs_after_steps_added_behind_it(tmp_path):
+    f = _write(tmp_path, BASE.format(path=tmp_path / "x.jsonl") + "  tokenize: {}\n  pack: {}\n  manifest: {}\n")
+    p = load_pipeline(f, ["stages.mix={}"])  # --set appends: after the manifest in the file
+    assert [s.name for s in p.stages] == ["ingest", "tokenize", "pack", "mix", "manifest"]
+    assert p.stages[-1].upstream == {"tokens": "tokenize", "packed": "pack", "mix": "mix"}
+
+
+def test_the_chain_names_each_steps_providers(tmp_path):
+    f = _write(tmp_path, BASE.format(path=tmp_path / "x.jsonl") + "  mh: {use: minhash}\n  minhash: {}\n  dedup: {minhash: mh}\n"
+               "  mix: {}\n  tokenize: {}\n  pack: {}\n  manifest: {}\n")
+    steps = {s.name: s.upstream for s in load_pipeline(f).stages}
+    assert steps["dedup"] == {"docs": "ingest", "minhash": "mh"}
+    assert steps["tokenize"] == {"docs": "ingest", "mix": "mix"}
+    assert steps["manifest"] == {"tokens": "tokenize", "packed": "pack", "mix": "mix"}
+
+
+def test_a_pipeline_missing_stages_fails_before_any_work(tmp_path, sample_env, capsys):
+    f = _write(tmp_path, ZYDA2.read_text().split("stages:")[0] + "stages:\n  ingest: {}\n  dedup: {}\n  pack: {}\n  manifest: {}\n")
+    assert run_cli(f, "--output", tmp_path / "run", "--inline", "-q") == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err[-1] == f"curate: error: {f}: stages.dedup: needs minhash from an earlier step; add a `minhash` step before 'dedup'"
+    assert not (tmp_path / "run").exists(), "nothing may be ingested before the chain is checked"

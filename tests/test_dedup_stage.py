@@ -98,7 +98,7 @@ def test_policy_all_keeps_one_document_per_cluster(tmp_path, sample_dir):
 
 
 def test_s_curve_is_printed_before_running(tmp_path, sample_dir, capsys):
-    assert run_cli(_pipeline(tmp_path, sample_dir), "--output", tmp_path / "run", "--inline", "-q") == 0
+    assert run_cli(_pipeline(tmp_path, sample_dir), "--output", tmp_path / "run", "--inline") == 0
     err = capsys.readouterr().err
     assert "8 bands x 16 rows" in err and "P(candidate)" in err and "0.85" in err
 
@@ -114,7 +114,7 @@ def test_exact_dedup_removes_all_but_one_of_each_exact_group(tmp_path, sample_di
     for group in truth["groups"]:
         if group["kind"] != "exact":
             continue
-        members = sorted(((PRIORITY.index(m["source"]), m["source"], m["id"]) for m in group["members"]))
+        members = sorted((PRIORITY.index(m["source"]), m["source"], m["id"]) for m in group["members"])
         survivors = [(s, i) for _, s, i in members if (s, i) not in removed]
         assert len(survivors) == 1
         assert PRIORITY.index(survivors[0][0]) == members[0][0], "the best source's copy is the one kept"

@@ -49,3 +49,81 @@ def test_truncated_zstd_is_reported():
     lines, trunc = _lines(data[: len(data) - 10])
     assert trunc is not None
     assert len(lines) < 5000
+
+
+# --- issue 13: trailing bytes, multi-member streams, corruption mid-stream, byte-order mark ---
+
+import pytest
+
+import curate.io.lines as lines_mod
+
+TEN = b"".join(b'{"i": %d}\n' % i for i in range(10))
+
+
+def _run(data: bytes):
+    result = {}
+    out = [line for _, line in iter_lines(io.BytesIO(data), result)]
+    return out, result
+
+
+@pytest.mark.parametrize("tail, zeros", [(b"this is not gzip\n", False), (b"\0" * 4096, True), (b"\x1f", False)])
+def test_gzip_with_trailing_bytes_reads_every_line_and_reports_the_bytes_once(tail, zeros):
+    data = gzip.compress(TEN, mtime=0)
+    out, result = _run(data + tail)
+    assert out == TEN.split(b"\n")[:-1], "zcat reads all 10 lines; so must we"
+    assert "truncation" not in result
+    trailing = result["trailing"]
+    assert (trailing.offset, trailing.length, trailing.zeros, trailing.line) == (len(data), len(tail), zeros, 10)
+    assert str(len(tail)) in trailing.describe() and "gzip" in trailing.describe()
+
+
+def test_zstd_with_trailing_bytes_and_a_skippable_frame():
+    z = zstandard.ZstdCompressor()
+    skippable = b"\x50\x2a\x4d\x18" + (4).to_bytes(4, "little") + b"skip"
+    data = z.compress(TEN[:40]) + skippable + z.compress(TEN[40:])
+    out, result = _run(data + b"\0\0\0\0\0")
+    assert out == TEN.split(b"\n")[:-1]
+    assert "truncation" not in result
+    assert (result["trailing"].offset, result["trailing"].length, result["trailing"].zeros) == (len(data), 5, True)
+    out, result = _run(data)
+    assert out == TEN.split(b"\n")[:-1] and result == {}
+
+
+@pytest.mark.parametrize("chunk", [1, 2, 3, 7, 64])
+def test_member_boundaries_and_trailing_bytes_anywhere_in_the_read_chunks(monkeypatch, chunk):
+    monkeypatch.setattr(lines_mod, "CHUNK", chunk)
+    members = gzip.compress(TEN[:33], mtime=0) + gzip.compress(TEN[33:], mtime=0)
+    out, result = _run(members)
+    assert out == TEN.split(b"\n")[:-1] and result == {}
+    out, result = _run(members + b"\x1fjunk")
+    assert out == TEN.split(b"\n")[:-1] and "truncation" not in result
+    assert (result["trailing"].offset, result["trailing"].length) == (len(members), 5)
+    out, result = _run(b"\xef\xbb\xbf" + TEN)
+    assert out == TEN.split(b"\n")[:-1] and result == {}
+
+
+def test_a_truncated_second_member_keeps_the_first_and_reports_truncation():
+    first, second = gzip.compress(TEN[:40], mtime=0), gzip.compress(TEN[40:], mtime=0)
+    out, result = _run(first + second[: len(second) // 2])
+    assert out[: TEN[:40].count(b"\n")] == TEN[:40].split(b"\n")[:-1]
+    assert "truncated" in result["truncation"].cause and "trailing" not in result
+
+
+def test_corruption_in_the_middle_keeps_the_lines_before_it():
+    raw = b"".join(b'{"i": %d, "r": "%s"}\n' % (i, b"%x" % (i * 7919 % 104729) * 20) for i in range(40000))
+    data = bytearray(gzip.compress(raw, mtime=0))
+    cut = len(data) * 3 // 4
+    data[cut:cut + 64] = bytes(range(64))
+    out, result = _run(bytes(data))
+    assert "corrupt" in result["truncation"].cause
+    assert len(out) > 20000, "lines decoded before the corrupt bytes are kept, not lost with their read chunk"
+    assert out == raw.split(b"\n")[: len(out)]
+    assert result["truncation"].line == len(out)
+
+
+def test_a_leading_byte_order_mark_is_dropped_plain_gzip_and_zstd():
+    with_bom = b"\xef\xbb\xbf" + TEN
+    for data in (with_bom, gzip.compress(with_bom, mtime=0), zstandard.ZstdCompressor().compress(with_bom)):
+        out, result = _run(data)
+        assert out[0] == b'{"i": 0}' and len(out) == 10 and result == {}
+    assert _run(b"\xef\xbb\xbf")[0] == []

@@ -180,7 +180,7 @@ def test_other_shingle_sizes_and_long_shingles(unit, n):
 def test_spec_round_trip_and_validation():
     from curate.dedup import MinHashSpec
 
-    for name, spec in PRESETS.items():
+    for spec in PRESETS.values():
         assert MinHashSpec.from_dict(json.loads(json.dumps(spec.to_dict()))) == spec
     with pytest.raises(ValueError, match="hash_seed"):
         get_preset("zyda1", hash_seed=3)

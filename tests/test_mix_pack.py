@@ -1,5 +1,6 @@
 """mix -> tokenize -> pack end to end: the plan, whole-document repetition, and megatron-core reading our files."""
 
+import json
 from collections import Counter
 
 import duckdb
@@ -7,6 +8,7 @@ import numpy as np
 import pytest
 
 from curate.stages.mix import copies, plan_mixture, uniform
+from curate.tokens.repetition import effective_tokens
 
 from conftest import run_cli
 
@@ -32,18 +34,18 @@ def test_copies_are_deterministic_and_match_epochs_on_average():
     assert abs(copies(1.5, u).mean() - 1.5) < 0.01
 
 
-def _pipeline(tmp_path, sample, mix: str, seq_len: int = 1 << 16, method="best_fit"):
+def _pipeline(tmp_path, sample, mix: str, seq_len: int = 1 << 16, method="best_fit", sources: str = "", stages: str = ""):
     f = tmp_path / "mp.yaml"
     f.write_text(f"""name: mp
 sources:
   fwe: {{format: fineweb, paths: '{sample}/fwe/data/*/*.parquet'}}
   dclm: {{format: dclm, paths: '{sample}/dclm/global-shard_*/local-shard_*/*.jsonl.zst'}}
-stages:
+{sources}stages:
   ingest: {{}}
   mix: {mix}
   tokenize: {{tokenizer: gpt2}}
   pack: {{seq_len: {seq_len}, method: {method}, formats: [megatron, datatrove]}}
-""")
+{stages}""")
     return f
 
 
@@ -86,3 +88,68 @@ def test_downsampling_goes_to_the_ledger_and_packing_is_deterministic(tmp_path, 
     from curate.tokens.megatron import read_megatron
     index = read_megatron(str(tmp_path / "a" / "tokens" / "fwe"))
     assert index.lengths.max() <= 512
+
+
+def _accounted(run, sample, sources=("fwe", "dclm")) -> None:
+    """Every input record is kept or in the ledger, exactly once."""
+    inputs = sum(json.loads((sample / "expected.json").read_text())[s]["records"] for s in sources)
+    kept = duckdb.sql(f"SELECT count(*) FROM read_parquet('{run}/kept/*/*.parquet', union_by_name=true)").fetchall()[0][0]
+    removed = duckdb.sql(f"SELECT count(*) FROM read_parquet('{run}/ledger/*/*/*.parquet')").fetchall()[0][0]
+    assert kept + removed == inputs
+
+
+def test_a_weighted_source_with_no_tokens_stops_the_run_before_tokenizing(tmp_path, sample_dir, capsys):
+    (tmp_path / "empty").mkdir()
+    (tmp_path / "empty" / "only.jsonl").write_bytes(b"")
+    f = _pipeline(tmp_path, sample_dir, "{weights: {fwe: 4.0, dclm: 4.0, empty: 0.24}}",
+                  sources=f"  empty: {{format: jsonl, paths: '{tmp_path}/empty/*.jsonl'}}\n")
+    assert run_cli(f, "--output", tmp_path / "run", "--inline", "-q") == 1
+    last = capsys.readouterr().err.strip().splitlines()[-1]
+    assert last.startswith("curate: error: mix: empty has no tokens left before the mixture")
+    assert "give it 0 to leave it out (--set stages.mix.weights.empty=0)" in last
+    assert not (tmp_path / "run" / "tokens").exists() and not (tmp_path / "run" / "_state" / "tokenize").exists()
+    # what the error says to do: the same run goes on, with the stated shares of the others
+    assert run_cli(f, "--output", tmp_path / "run", "--inline", "-q", "--set", "stages.mix.weights.empty=0") == 0
+    plan = json.loads((tmp_path / "run" / "_state" / "mix" / "record.json").read_text())["plan"]
+    assert plan["sources"]["fwe"]["share"] == 0.5 and plan["sources"]["empty"]["chosen_tokens"] == 0
+    _accounted(tmp_path / "run", sample_dir)
+
+
+def test_repetition_past_allow_epochs_stops_before_tokenizing_until_allowed(tmp_path, sample_dir, capsys):
+    f = _pipeline(tmp_path, sample_dir, "{weights: {fwe: 1.0, dclm: 0.1}, total_tokens: 2.1e6}", seq_len=2048)
+    assert run_cli(f, "--output", tmp_path / "run", "--inline", "-q") == 1
+    last = capsys.readouterr().err.strip().splitlines()[-1]
+    assert last.startswith("curate: error: mix: fwe would be repeated ") and "more than allow_epochs 16" in last
+    assert not (tmp_path / "run" / "_state" / "tokenize").exists()
+    allow = last.split("--set stages.mix.allow_epochs=")[1].rstrip(")")
+    assert run_cli(f, "--output", tmp_path / "run", "--inline", "--set", f"stages.mix.allow_epochs={allow}") == 0
+    err = capsys.readouterr().err
+    assert "curate: warning: mix: fwe is repeated 16." in err and "dclm is repeated" not in err
+    plan = json.loads((tmp_path / "run" / "_state" / "mix" / "record.json").read_text())["plan"]
+    assert [w.split(" epochs")[0] for w in plan["warnings"]] == [f"mix: fwe is repeated {plan['sources']['fwe']['epochs']:.2f}"]
+    assert 16 < plan["sources"]["fwe"]["epochs"] <= float(allow) and plan["allow_epochs"] == float(allow)
+    _accounted(tmp_path / "run", sample_dir)
+
+
+def test_maximize_effective_tokens_on_the_sample(tmp_path, sample_dir, capsys):
+    """7e5 tokens from ~2.2e5 unique, dclm capped at 2 epochs: dclm stops at its cap, fwe takes the rest."""
+    f = _pipeline(tmp_path, sample_dir, "{maximize: effective_tokens, total_tokens: 7.0e5, max_epochs: {fwe: 5, dclm: 2}}",
+                  seq_len=2048, stages="  manifest: {}\n")
+    assert run_cli(f, "--output", tmp_path / "run", "--inline") == 0
+    err = capsys.readouterr().err
+    assert "mixture plan (maximize):" in err and "curate: warning: mix: fwe is repeated 4." in err
+    plan = json.loads((tmp_path / "run" / "_state" / "mix" / "record.json").read_text())["plan"]
+    assert len(plan["warnings"]) == 1 and plan["warnings"][0].startswith("mix: fwe is repeated 4.")
+    fwe, dclm = plan["sources"]["fwe"], plan["sources"]["dclm"]
+    assert fwe["chosen_tokens"] + dclm["chosen_tokens"] == pytest.approx(7.0e5)
+    assert dclm["epochs"] == pytest.approx(2.0) and 4 < fwe["epochs"] < 5
+    assert fwe["marginal_value"] == pytest.approx(plan["marginal_value"]) and dclm["marginal_value"] > plan["marginal_value"]
+    for p in (fwe, dclm):
+        assert p["effective_tokens"] == pytest.approx(effective_tokens(p["chosen_tokens"], p["available_tokens"]))
+    manifest = json.loads((tmp_path / "run" / "manifest.json").read_text())["mixture"]
+    assert manifest["mode"] == "maximize" and manifest["effective_tokens"] == pytest.approx(plan["effective_tokens"])
+    for source, p in manifest["sources"].items():
+        assert p["epochs"] == plan["sources"][source]["epochs"]
+        assert p["effective_tokens"] == plan["sources"][source]["effective_tokens"] < p["chosen_tokens"]
+        assert p["tokens"] == pytest.approx(p["chosen_tokens"], rel=0.1)  # whole documents, estimated tokens
+    _accounted(tmp_path / "run", sample_dir)

@@ -11,7 +11,7 @@ import pyarrow.parquet as pq
 import pytest
 import ray.cloudpickle
 
-from curate.config import load_pipeline
+from curate import load_pipeline
 from curate.config.schema import Field
 from curate.errors import StageError
 from curate.runner.progress import Progress
@@ -59,16 +59,19 @@ class FlakyStage(KeptStage):
     OPTIONS = {"flags": Field((str,)), "mode": Field((str,), choices=["die", "raise"])}
 
     def owned_paths(self):
-        return [self.run.path("_state", self.name)]
+        return [self.run.state(self.name)]
 
-    def run_task(self, task):
-        flag = os.path.join(self.options["flags"], f"{task.source}-{task.shard}")
+    def sink(self, shard):
+        return None
+
+    def process(self, batch, shard):
+        flag = os.path.join(self.options["flags"], f"{shard.source}-{shard.shard}")
         if not os.path.exists(flag):
             open(flag, "w").close()
             if self.options["mode"] == "die":
                 os._exit(1)
             raise ValueError("this shard is cursed")
-        return self.finish_task(task, time.monotonic(), sum(t.num_rows for t in self.live_batches(task)), {})
+        return None
 
 
 @pytest.fixture

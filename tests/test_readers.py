@@ -6,7 +6,6 @@ import json
 import duckdb
 import pyarrow as pa
 import pyarrow.parquet as pq
-import pytest
 
 from conftest import run_cli
 

@@ -64,7 +64,7 @@ def test_changing_a_threshold_recomputes_only_what_depends_on_it(sample_env, tmp
     assert run_cli(ZYDA2, "--output", run, "--inline", "-q") == 0
     docs_before = tree_digest(run, ("docs",))
     ingest_markers = sorted(p.stat().st_mtime_ns for p in (run / "_state" / "ingest").rglob("0*.json"))
-    assert run_cli(ZYDA2, "--output", run, "--inline", "-q", "--set", "stages.quality_filter.where.fwe=int_score >= 4") == 0
+    assert run_cli(ZYDA2, "--output", run, "--inline", "--set", "stages.quality_filter.where.fwe=int_score >= 4") == 0
     assert "stage 'quality_filter' changed" in capsys.readouterr().err
     assert tree_digest(run, ("docs",)) == docs_before
     assert sorted(p.stat().st_mtime_ns for p in (run / "_state" / "ingest").rglob("0*.json")) == ingest_markers

@@ -92,13 +92,13 @@ def _read_dclm(dest):
     for rel in FILES["dclm"]:
         data = zstandard.ZstdDecompressor().decompress((dest / rel).read_bytes())
         assert data.endswith(b"\n")
-        for lineno, line in enumerate(data.split(b"\n")[:-1]):
+        for line in data.split(b"\n")[:-1]:
             records += 1
             obj, kind = _classify_json(line)
             if kind:
                 bad[kind] += 1
-            else:
-                good[f"{rel.removeprefix('dclm/')}/{lineno}"] = obj["text"]
+            else:  # the dclm reader's id: the record's own WARC-Record-ID
+                good[obj["metadata"]["WARC-Record-ID"]] = obj["text"]
     return records, good, bad
 
 
@@ -157,7 +157,8 @@ def test_seed_changes_output(tmp_path):
 def test_layout(sample):
     dest, _ = sample
     files = set(_all_files(dest))
-    want = {f for fs in FILES.values() for f in fs} | {"expected.json", "truth.json", "_SUCCESS"}
+    models = {f"models/{m}.{ext}" for m in ("quality_standin", "dual_use_demo") for ext in ("bin", "json")}
+    want = {f for fs in FILES.values() for f in fs} | {"expected.json", "truth.json", "_SUCCESS"} | models
     assert files == want
     assert (dest / "_SUCCESS").read_bytes() == b""
     assert is_complete(dest)
@@ -328,12 +329,8 @@ def test_split_and_mix(sample, readback, truth):
 # --------------------------------------------------------------------------
 
 def _texts(readback):
-    """{(source, reader id): text}; dclm ids carry the 'dclm/' prefix."""
-    out = {}
-    for src, (_, good, _) in readback.items():
-        prefix = "dclm/" if src == "dclm" else ""
-        out.update({(src, prefix + i): t for i, t in good.items()})
-    return out
+    """{(source, reader id): text}."""
+    return {(src, i): t for src, (_, good, _) in readback.items() for i, t in good.items()}
 
 
 def test_truth_ids_exist(readback, truth):

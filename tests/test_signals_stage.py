@@ -54,7 +54,6 @@ stages:
 
 def test_configured_ml_score_and_importance_weights(tmp_path, sample_dir):
     fasttext = pytest.importorskip("fasttext")
-    import pyarrow.parquet as pq
 
     dolma = SHARED_DATA / "dolma" / "formats" / "CC-MAIN-20190717121559-20190717143559-00140.jsonl.gz"
     if not dolma.exists():

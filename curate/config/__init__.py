@@ -1,4 +1,4 @@
-"""Pipeline configuration: YAML in, a validated `Pipeline` out."""
+"""Pipeline configuration: YAML in, a validated `Pipeline` out (the stage registry is passed in)."""
 
 from curate.config.pipeline import Pipeline, Source, StageConfig, load_pipeline
 

@@ -7,11 +7,13 @@ import json
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Mapping
 
 import yaml
 
+from curate.config.chain import check_chain, final_last
 from curate.config.interpolate import interpolate
-from curate.config.schema import Field, suggest, check, check_mapping
+from curate.config.schema import Field, check_mapping, describe, suggest
 from curate.errors import ConfigError
 
 RESERVED_STAGE_NAMES = {"kept"}
@@ -39,6 +41,12 @@ EXECUTION_KEYS = {
     "batch_rows": Field((int,), default=8192, min=1, doc="rows per Arrow batch inside a task (bounds memory)"),
     "retries": Field((int,), default=3, min=0, doc="retries of a task whose worker died"),
     "task_memory_mb": Field((int,), default=None, min=1, nullable=True, doc="memory Ray reserves per task"),
+    "fingerprint": Field((str,), default="stat", choices=["stat", "content"],
+                         doc="how a changed input is recognised: size and modification time (or ETag), or a hash of its bytes"),
+    "shared_fs": Field((bool,), default=False,
+                       doc="local paths are on a file system every node mounts (NFS, Lustre): allowed on a multi-node cluster"),
+    "env": Field((list,), default=list, item=Field((str,)),
+                 doc="environment variables the driver forwards to every Ray worker, for nodes that lack them (credentials)"),
 }
 
 SAMPLE_KEYS = {
@@ -73,6 +81,8 @@ class StageConfig:
     name: str   # unique step name in this pipeline
     kind: str   # which stage implementation (`use:`), defaults to the name
     options: dict
+    upstream: dict = field(default_factory=dict)  # what it needs or uses -> the earlier step providing it
+    enabled: bool = True                          # `enabled: false` keeps a step in the file but out of the run
 
 
 @dataclass
@@ -92,6 +102,14 @@ class Pipeline:
 
     def stage(self, name: str) -> StageConfig:
         return next(s for s in self.stages if s.name == name)
+
+    @property
+    def uses_sample(self) -> bool:
+        """Whether a source reads the quickstart corpus (`sample.dir`), which curate makes itself offline."""
+        if not self.sample:
+            return False
+        root = os.path.normpath(self.sample["dir"])
+        return any(os.path.normpath(p).startswith(root + os.sep) for s in self.sources.values() for p in s.paths)
 
 
 def canonical_json(value) -> str:
@@ -127,8 +145,9 @@ def apply_overrides(raw: dict, overrides: list[str]) -> dict:
     return raw
 
 
-def load_pipeline(path: str | os.PathLike, overrides: list[str] | None = None) -> Pipeline:
-    """Read, interpolate, override and validate a pipeline file; every problem is one ConfigError line."""
+def load_pipeline(path: str | os.PathLike, overrides: list[str] | None, stages: Mapping[str, type]) -> Pipeline:
+    """Read, interpolate, override and validate a pipeline file against the stage registry `stages`;
+    every problem is one ConfigError line."""
     file = str(path)
     try:
         text = Path(file).read_text()
@@ -145,10 +164,10 @@ def load_pipeline(path: str | os.PathLike, overrides: list[str] | None = None) -
     if not isinstance(raw, dict):
         raise ConfigError(file, "", "expected a mapping at the top level (name, sources, stages, ...)")
     raw = apply_overrides(interpolate(raw, file), overrides or [])
-    return validate(raw, file)
+    return validate(raw, file, stages)
 
 
-def validate(raw: dict, file: str) -> Pipeline:
+def validate(raw: dict, file: str, registry: Mapping[str, type]) -> Pipeline:
     top = check_mapping(raw, TOP_KEYS, file, "")
     if not top["sources"]:
         raise ConfigError(file, "sources", "expected at least one source")
@@ -165,17 +184,19 @@ def validate(raw: dict, file: str) -> Pipeline:
         raise ConfigError(file, "priority", f"'{unknown[0]}' is not a source; sources are {', '.join(sources)}")
     missing = [s for s in sources if s not in priority]
     if missing or len(set(priority)) != len(priority):
-        raise ConfigError(file, "priority", f"expected each source exactly once, highest first; missing or repeated: {', '.join(missing) or 'repeated names'}")
-    stages = _validate_stages(top["stages"], sources, file)
+        raise ConfigError(file, "priority", "expected each source exactly once, highest first; missing or repeated: "
+                          f"{', '.join(missing) or 'repeated names'}")
+    steps = _validate_stages(top["stages"], sources, file, registry)
+    stages = final_last([s for s in steps if s.enabled], registry)
+    check_chain(stages, registry, file)
     execution = top["execution"]
-    resolved = {**top, "priority": priority, "stages": {s.name: {"use": s.kind, **s.options} for s in stages}}
+    resolved = {**top, "priority": priority,
+                "stages": {s.name: {"use": s.kind, **({} if s.enabled else {"enabled": False}), **s.options} for s in steps}}
     return Pipeline(file=file, name=top["name"], output=top["output"], sample=top["sample"], priority=priority,
                     sources=sources, execution=execution, stages=stages, resolved=resolved)
 
 
-def _validate_stages(raw_stages: dict, sources: dict, file: str) -> list[StageConfig]:
-    from curate.stages import STAGES
-
+def _validate_stages(raw_stages: dict, sources: dict, file: str, registry: Mapping[str, type]) -> list[StageConfig]:
     out = []
     for name, options in raw_stages.items():
         key = f"stages.{name}"
@@ -184,15 +205,18 @@ def _validate_stages(raw_stages: dict, sources: dict, file: str) -> list[StageCo
             raise ConfigError(file, key, f"expected a mapping of options (or {{}}), got {type(options).__name__}")
         if name in RESERVED_STAGE_NAMES:
             raise ConfigError(file, key, f"'{name}' is reserved for the final output; choose another stage name")
+        enabled = options.get("enabled", True)
+        if not isinstance(enabled, bool):
+            raise ConfigError(file, f"{key}.enabled", f"expected true or false, got {describe(enabled)}")
         kind = options.get("use", name)
-        if kind not in STAGES:
+        if kind not in registry:
             what = f"{key}.use" if "use" in options else key
-            raise ConfigError(file, what, f"unknown stage '{kind}'{suggest(kind, list(STAGES))}; stages are {', '.join(sorted(STAGES))}"
-                              + ("" if "use" in options else f" (or give this step a `use:` naming one)"))
-        stage_cls = STAGES[kind]
-        opts = check_mapping({k: v for k, v in options.items() if k != "use"}, stage_cls.OPTIONS, file, key)
+            raise ConfigError(file, what, f"unknown stage '{kind}'{suggest(kind, list(registry))}; stages are {', '.join(sorted(registry))}"
+                              + ("" if "use" in options else " (or give this step a `use:` naming one)"))
+        stage_cls = registry[kind]
+        opts = check_mapping({k: v for k, v in options.items() if k not in ("use", "enabled")}, stage_cls.OPTIONS, file, key)
         stage_cls.validate_options(opts, sources, file, key)
-        out.append(StageConfig(name=name, kind=kind, options=opts))
+        out.append(StageConfig(name=name, kind=kind, options=opts, enabled=enabled))
     if not out or out[0].kind != "ingest":
         raise ConfigError(file, "stages", "the first stage must be 'ingest' (it reads the sources)")
     if sum(s.kind == "ingest" for s in out) > 1:

@@ -2,25 +2,66 @@
 
 from __future__ import annotations
 
+from typing import Callable
+
 import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from curate.dedup import nodes
+from curate.dedup.shuffle import partition_of, split
 from curate.io import fs
 from curate.io.parquet import write_table
 
 
-def shard_numbers(tasks, priority: list[str]) -> dict[tuple[str, str], tuple[int, int]]:
-    """(source, shard) -> (priority index, shard index within the source), from the planned shard tasks."""
+DOCS_PER_PARTITION = 250_000
+MAX_PARTITIONS = 4096
+
+
+def partitions_for(docs: int) -> int:
+    """Hash partitions for `docs` documents: one per DOCS_PER_PARTITION, at most MAX_PARTITIONS."""
+    return min(MAX_PARTITIONS, max(1, -(-docs // DOCS_PER_PARTITION)))
+
+
+def shard_numbers(shards: list[tuple[str, str]], priority: list[str]) -> dict[tuple[str, str], tuple[int, int]]:
+    """(source, shard) -> (priority index, shard index within the source), from the run's docs shards."""
     by_source: dict[str, list[str]] = {}
-    for t in tasks:
-        by_source.setdefault(t.source, []).append(t.shard)
+    for source, shard in shards:
+        by_source.setdefault(source, []).append(shard)
     return {(source, shard): (priority.index(source), i)
             for source, shards in by_source.items() for i, shard in enumerate(sorted(shards))}
 
 
 def shard_tag(priority: int, index: int) -> str:
     return f"{priority:02d}-{index:07d}"
+
+
+def tag_of(key: int) -> str:
+    """The shard tag of a `nodes.shard_key` value."""
+    return shard_tag(int(key) >> int(nodes.SHARD_BITS), int(key) & int(nodes.SHARD_MASK))
+
+
+class PartitionedSink:
+    """Collects a shard's rows, then writes them split by hash partition of column `by`, one file per partition.
+
+    The rows of a shard are few next to its text (four integers per band), so they are held until the end.
+    """
+
+    def __init__(self, path_of: Callable[[int], str], partitions: int, by: str):
+        self.path_of, self.partitions, self.by, self.parts = path_of, partitions, by, []
+
+    def __enter__(self):
+        return self
+
+    def write(self, table: pa.Table) -> None:
+        self.parts.append({name: table.column(name).to_numpy() for name in table.column_names})
+
+    def __exit__(self, exc_type, exc, tb):
+        if exc_type is None and self.parts:
+            columns = {name: np.concatenate([p[name] for p in self.parts]) for name in self.parts[0]}
+            for p, part in split(partition_of(columns[self.by], self.partitions), self.partitions, **columns):
+                write_columns(self.path_of(p), **part)
+        return False
 
 
 def write_columns(path: str, **columns: np.ndarray) -> None:

@@ -11,10 +11,11 @@ import numpy as np
 
 PRIORITY_SHIFT = np.uint64(60)
 SHARD_SHIFT = np.uint64(32)
+SHARD_BITS = np.uint64(28)
 MAX_SOURCES = 16
-MAX_SHARDS = 1 << 28
+MAX_SHARDS = 1 << int(SHARD_BITS)
 ROW_MASK = np.uint64((1 << 32) - 1)
-SHARD_MASK = np.uint64((1 << 28) - 1)
+SHARD_MASK = np.uint64(MAX_SHARDS - 1)
 
 
 def pack(priority: int, shard: int, rows: np.ndarray) -> np.ndarray:

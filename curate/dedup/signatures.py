@@ -189,7 +189,7 @@ def _ranges(offsets: np.ndarray, parts: int) -> list[tuple[int, int]]:
     n = len(offsets) - 1
     cost = (offsets[1:] - offsets[0]) + np.arange(1, n + 1)
     cuts = np.searchsorted(cost, cost[-1] * np.arange(1, parts) / parts)
-    bounds = sorted(set([0, *cuts.tolist(), n]))
+    bounds = sorted({0, *cuts.tolist(), n})
     return [(a, b) for a, b in zip(bounds, bounds[1:]) if b > a]
 
 

@@ -1,8 +1,25 @@
-"""fsspec in one place: local paths and s3://, gs://, hf:// URIs are handled the same way."""
+"""fsspec in one place: local paths and s3://, gs://, hf:// URIs are handled the same way.
+
+Expanding a source's paths on a local disk (POSIX file names are bytes):
+- a name that is not valid UTF-8 is read like any other; in ids and messages its undecodable bytes are
+  written `\\xNN` (`caf\\xe9.jsonl`), so ids stay valid UTF-8 and two such names never collide;
+- a symlink to a file is read through the link (the Hugging Face cache is made of them);
+- a dangling symlink, a symlink loop or something that is not a regular file (a FIFO, a socket, a
+  device) is an input that cannot be read: `InputFile.unreadable` says why, for the ledger
+  (`bad_record:unreadable_file`);
+- a symlink to a directory matched by a glob is skipped with one line on stderr: directories are not
+  searched through symlinks (it guards against loops and double counting, as `find` does); a path
+  given explicitly is searched even when it is a symlink to a directory.
+"""
 
 from __future__ import annotations
 
+import errno
+import hashlib
 import os
+import shutil
+import stat
+import sys
 import uuid
 from dataclasses import dataclass
 
@@ -19,11 +36,33 @@ class InputFile:
     path: str
     relative: str
     size: int
+    unreadable: str | None = None  # why it cannot be read (a dangling symlink, ...): one unreadable_file row
+    version: str = ""              # changes when the file does: modification time, or the store's ETag / version
+
+
+def version_of(info: dict) -> str:
+    """What tells a changed file from the same one, from fsspec's `info`: the object store's version id or
+    ETag where there is one, else the modification time (a file edited in place at the same size differs)."""
+    for key in ("VersionId", "version_id", "generation", "ETag", "etag", "md5Hash", "crc32c"):
+        if info.get(key):
+            return f"{key}:{info[key]}"
+    for key in ("mtime", "LastModified", "last_modified", "updated", "created"):
+        if info.get(key):
+            return f"{key}:{info[key]}"
+    return ""
+
+
+# Object stores whose fsspec filesystems cache directory listings: other processes (a cluster's workers)
+# write the run directory too, so a cached listing would hide their files from this one.
+_SHARED_STORES = ("s3", "s3a", "gs", "gcs", "abfs", "abfss", "az", "adl")
 
 
 def filesystem(uri: str, storage_options: dict | None = None):
     """Return (fs, path-without-protocol) for a local path or a URI."""
-    return fsspec.core.url_to_fs(uri, **(storage_options or {}))
+    options = dict(storage_options or {})
+    if uri.split("://", 1)[0] in _SHARED_STORES and "://" in uri:
+        options.setdefault("use_listings_cache", False)
+    return fsspec.core.url_to_fs(uri, **options)
 
 
 def is_local(fs) -> bool:
@@ -33,23 +72,77 @@ def is_local(fs) -> bool:
 def expand(pattern: str, storage_options: dict | None = None) -> list[InputFile]:
     """Expand a path or glob (with `**`) to files, sorted so that planning is deterministic."""
     fs, stripped = filesystem(pattern, storage_options)
+    local = is_local(fs)
     if any(c in stripped for c in _GLOB_CHARS):
         base = stripped[: min(stripped.find(c) for c in _GLOB_CHARS if c in stripped)]
         base = base[: base.rfind("/") + 1]
         found = fs.glob(stripped, detail=True)
     else:
         base = stripped[: stripped.rfind("/") + 1]
-        found = {stripped: fs.info(stripped)} if fs.exists(stripped) else {}
-        if found and found[stripped].get("type") == "directory":
+        found = {stripped: _info(fs, stripped)} if (os.path.lexists(stripped) if local else fs.exists(stripped)) else {}
+        if found and (found[stripped].get("type") == "directory" or (local and os.path.isdir(stripped))):
             base = stripped.rstrip("/") + "/"
-            found = {p: i for p, i in fs.find(stripped, detail=True).items()}
+            found = dict(fs.find(base, detail=True))
     files = []
     for path, info in sorted(found.items()):
-        if info.get("type") == "directory":
+        kind = info.get("type")
+        if kind == "directory":
             continue
-        full = path if is_local(fs) else fs.unstrip_protocol(path)
-        files.append(InputFile(full, path[len(base):] if path.startswith(base) else os.path.basename(path), int(info.get("size") or 0)))
+        unreadable = None
+        if local and kind != "file":
+            unreadable = _not_a_file(path)
+            if unreadable is _SKIP:
+                continue
+        full = path if local else fs.unstrip_protocol(path)
+        relative = path[len(base):] if path.startswith(base) else os.path.basename(path)
+        files.append(InputFile(full, printable(relative), int(info.get("size") or 0), unreadable, version_of(info)))
     return files
+
+
+def _info(fs, path: str) -> dict:
+    try:
+        return fs.info(path)
+    except OSError:  # a local symlink that leads nowhere: classified by _not_a_file
+        return {"type": "other", "size": 0}
+
+
+_SKIP = "skip"
+
+
+def _not_a_file(path: str) -> str | None:
+    """For a local path fsspec does not list as a file: None when it reads as one (a symlink to a file),
+    `_SKIP` (after a line on stderr) for a symlink to a directory, else why it cannot be read."""
+    try:
+        mode = os.stat(path).st_mode
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            return "a symlink loop (the link resolves to itself)"
+        if os.path.islink(path):
+            return f"a dangling symlink (it points to {printable(os.readlink(path))}, which does not exist)"
+        return f"cannot be opened: {exc.strerror}"
+    if stat.S_ISREG(mode):
+        return None
+    if stat.S_ISDIR(mode):
+        print(f"curate: note: skipping {printable(path)}: a symlink to a directory ({printable(os.path.realpath(path))}); "
+              "directories are not searched through symlinks, name it in paths to read it", file=sys.stderr)
+        return _SKIP
+    what = {stat.S_IFIFO: "a FIFO", stat.S_IFSOCK: "a socket", stat.S_IFCHR: "a character device",
+            stat.S_IFBLK: "a block device"}.get(stat.S_IFMT(mode), "something")
+    return f"{what}, not a regular file"
+
+
+def printable(name: str) -> str:
+    """`name` as valid UTF-8: bytes of a file name that are not UTF-8 (which Python keeps as surrogate
+    escapes) are written `\\xNN`, so ids and ledger details built from it can be stored."""
+    try:
+        name.encode("utf-8")
+        return name
+    except UnicodeEncodeError:
+        pass
+    try:
+        return name.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+    except UnicodeEncodeError:
+        return name.encode("utf-8", "backslashreplace").decode("utf-8")
 
 
 def open_input(path: str, storage_options: dict | None = None, block_size: int = 8 << 20):
@@ -118,3 +211,77 @@ def remove(path: str) -> None:
     fs, stripped = filesystem(path)
     if fs.exists(stripped):
         fs.rm(stripped, recursive=True)
+
+
+def remove_temporaries(root: str) -> int:
+    """Delete the temporary files (`<name>.tmp-<hex>`) that killed tasks left under a local run directory;
+    object stores have none (an upload appears only when complete). Returns how many were removed."""
+    store, stripped = filesystem(root)
+    if not is_local(store) or not os.path.isdir(stripped):
+        return 0
+    removed = 0
+    for folder, _, names in os.walk(stripped):
+        for name in names:
+            stem, _, tail = name.rpartition(".tmp-")
+            if stem and len(tail) == 32 and all(c in "0123456789abcdef" for c in tail):
+                os.remove(os.path.join(folder, name))
+                removed += 1
+    return removed
+
+
+def upload_tree(local: str, dest: str, last: str | None = None) -> None:
+    """Copy a local folder to `dest` (a folder or a URI), the file named `last` (a completion marker) after
+    every other, so a reader that sees it sees the whole tree."""
+    store, stripped = filesystem(dest)
+    names = sorted(os.path.relpath(os.path.join(d, n), local).replace(os.sep, "/")
+                   for d, _, files in os.walk(local) for n in files)
+    for name in sorted(names, key=lambda n: n == last):
+        target = f"{stripped.rstrip('/')}/{name}"
+        store.makedirs(target.rsplit("/", 1)[0], exist_ok=True)
+        store.put_file(os.path.join(local, name), target)
+
+
+def local_copy(path: str, storage_options: dict | None = None) -> str:
+    """A local path for `path`: itself when it is local, else a copy of the remote file or folder in this
+    node's cache (`$CURATE_CACHE`, default `~/.cache/curate/remote`), keyed by the URI and its version, made
+    once per node: libraries such as fastText open only local files, and every worker of a node shares it."""
+    store, stripped = filesystem(path, storage_options)
+    if is_local(store):
+        return path
+    info = store.info(stripped)  # FileNotFoundError for a missing object
+    key = hashlib.sha256(f"{path}\x00{version_of(info)}".encode()).hexdigest()[:24]
+    cache = os.environ.get("CURATE_CACHE") or os.path.join(os.path.expanduser("~"), ".cache", "curate", "remote")
+    target = os.path.join(cache, key, stripped.rstrip("/").rsplit("/", 1)[-1])
+    if os.path.exists(target):
+        return target
+    os.makedirs(os.path.dirname(target), exist_ok=True)
+    tmp = f"{target}.tmp-{uuid.uuid4().hex}"
+    try:
+        if info.get("type") == "directory":
+            store.get(stripped.rstrip("/") + "/", tmp, recursive=True)
+        else:
+            store.get_file(stripped, tmp)
+        try:
+            os.replace(tmp, target)
+        except OSError:  # a worker beside us won the race (a folder cannot replace a folder): same bytes
+            if not os.path.exists(target):
+                raise
+    finally:
+        if os.path.isdir(tmp):
+            shutil.rmtree(tmp, ignore_errors=True)
+        elif os.path.exists(tmp):
+            os.remove(tmp)
+    return target
+
+
+def files_under(folder: str) -> set[str]:
+    """Every file below `folder` (none when it is missing), spelled as `join` spells them: one listing
+    instead of an `exists` request per file, which object stores answer one round trip at a time."""
+    store, stripped = filesystem(folder)
+    stripped = stripped.rstrip("/")
+    try:
+        found = store.find(stripped)
+    except FileNotFoundError:
+        return set()
+    head = folder.rstrip("/")
+    return {head + p[len(stripped):] for p in found if p.startswith(stripped + "/")}

@@ -8,7 +8,7 @@ import json
 import platform
 import re
 from collections import Counter
-from datetime import datetime, timezone
+from datetime import datetime, UTC
 
 import curate
 from curate.errors import CurateError
@@ -64,7 +64,7 @@ def write_manifest(run: str, body: dict, files: list[str], *, storage_options: d
     paths.sort()
     manifest = dict(body)
     manifest.setdefault("format_version", schema.FORMAT_VERSION)  # the writer knows which format it writes
-    manifest["created_at"] = datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    manifest["created_at"] = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
     manifest["created_by"] = f"curate {curate.__version__}"
     manifest["versions"] = versions()
     # fail on a wrong body before hashing what may be terabytes; placeholders stand in for the digests

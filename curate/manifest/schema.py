@@ -64,19 +64,25 @@ SCHEMA: dict = {
             "sequences": _COUNT,
         }),
         "mixture": _object({
-            "mode": {"enum": ["weights", "tokens", "epochs", "none"]},
+            "mode": {"enum": ["weights", "tokens", "epochs", "maximize", "none"],
+                     "description": "maximize: the tokens per source that give the most effective tokens for total_tokens"},
             "seed": {"type": "integer"},
             "total_tokens": {"type": ["number", "null"], "minimum": 0},
+            "effective_tokens": {**_AMOUNT, "description": "the planned mixture's worth in fresh tokens (sum over sources)"},
+            "allow_epochs": {**_AMOUNT, "description": "the most epochs of a source the run accepted"},
             "sources": {"type": "object", "propertyNames": {"pattern": _SOURCE},
                         "additionalProperties": _object({
                             "weight": {"type": ["number", "null"], "minimum": 0},
                             "available_tokens": _AMOUNT,
                             "chosen_tokens": _AMOUNT,
                             "epochs": _AMOUNT,
+                            "effective_tokens": {**_AMOUNT, "description": "chosen_tokens' worth in fresh tokens: "
+                                                 "U + U·R*·(1 - exp(-R/R*)), U available, R = epochs - 1, R* = 15.4 "
+                                                 "(Muennighoff et al. 2023); chosen_tokens when epochs <= 1"},
                             "documents": _COUNT,
                             "tokens": _COUNT,
-                        })},
-        }),
+                        }, required=["weight", "available_tokens", "chosen_tokens", "epochs", "documents", "tokens"])},
+        }, required=["mode", "seed", "total_tokens", "sources"]),
         "megatron_data_path": {"type": "string", "pattern": r"^\S+ \S+( \S+ \S+)*$",
                                "description": "'w1 prefix1 w2 prefix2 ...' for Megatron's --data-path"},
         "outputs": {"type": "object", "propertyNames": {"pattern": _SOURCE},
@@ -104,7 +110,25 @@ SCHEMA: dict = {
                        })},
         "versions": {"type": "object", "additionalProperties": {"type": "string"},
                      "description": "package -> version of the software that wrote the run"},
-    }),
+        "empty_sources": {"type": "array", "items": {"type": "string", "pattern": _SOURCE},
+                          "description": "sources with no tokens, left out of megatron_data_path (an empty .bin "
+                                         "cannot be memory-mapped)"},
+        "models": {"type": "object", "description": "model name -> what ran it (classify and dual_use steps)",
+                   "additionalProperties": _object({
+                       "stage": {"type": "string", "minLength": 1},
+                       "kind": {"enum": ["fasttext", "hf", "nemo_quality"]},
+                       "path": {"type": "string", "minLength": 1},
+                       "standin": {"type": "boolean", "description": "a model made with the sample corpus ran instead"},
+                       "replaces": {"type": ["string", "null"], "description": "the model a stand-in ran instead of"},
+                       "sources": {"type": ["array", "null"], "items": {"type": "string"}},
+                       "documents": _COUNT,
+                       "seconds": _AMOUNT,
+                       "device": {"enum": ["cpu", "gpu"]},
+                       "seconds_per_1000": _AMOUNT,
+                       "hours_per_billion": _AMOUNT,
+                   })},
+    }, required=["format_version", "created_by", "created_at", "pipeline", "tokenizer", "seq_len", "packing", "mixture",
+                 "megatron_data_path", "outputs", "files", "accounting", "versions"]),
 }
 
 

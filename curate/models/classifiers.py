@@ -9,7 +9,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def load_fasttext(path: str):
     import fasttext
 

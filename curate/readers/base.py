@@ -8,22 +8,16 @@ import pyarrow as pa
 
 BAD_PREFIX = "bad_record:"
 
-LEDGER_SCHEMA = pa.schema([
-    ("id", pa.string()),
-    ("source", pa.string()),
-    ("stage", pa.string()),
-    ("reason", pa.string()),
-    ("detail", pa.string()),
-])
-
 
 @dataclass(frozen=True)
 class Format:
     """How a native dataset format maps onto our document row (`id`, `text`, the source's other columns).
 
-    `id` is the source's own id field (None: make `{source}/{relative file}/{row}`); `url` is a field
-    (dotted path allowed for JSON) copied to a `url` column; `promote` lists JSON fields kept as typed
-    columns (the rest of a JSON record goes to a `meta` JSON string). Parquet keeps every column natively.
+    `id` is the source's own id field, a name or a dotted path (`metadata.WARC-Record-ID` in JSON, a field
+    of a struct column in Parquet); a record whose id is absent, null or empty, and every record when `id`
+    is None, gets the positional id `{source}/{relative file}/{line or row}`. `url` is a field (dotted path
+    allowed for JSON) copied to a `url` column; `promote` lists JSON fields kept as typed columns (the rest
+    of a JSON record goes to a `meta` JSON string). Parquet keeps every column natively.
     """
 
     name: str
@@ -53,6 +47,9 @@ class ReadTask:
     row_groups: tuple[int, ...] | None = None
     row_offset: int = 0
     unreadable: str | None = None  # set at planning time when the file cannot even be opened
+    version: str = ""              # the file's modification time, ETag or content hash (see fs.version_of)
+    byte_range: tuple[int, int] | None = None        # a plain JSONL file's share: lines starting in these bytes
+    line_range: tuple[int, int | None] | None = None  # a compressed JSONL file's share: these line numbers
 
     @property
     def id_prefix(self) -> str:
@@ -76,12 +73,6 @@ class BadRecords:
 
     def __len__(self) -> int:
         return len(self.ids)
-
-    def table(self, stage: str) -> pa.Table:
-        n = len(self.ids)
-        return pa.table([pa.array(self.ids, pa.string()), pa.array([self.source] * n, pa.string()),
-                         pa.array([stage] * n, pa.string()), pa.array(self.reasons, pa.string()),
-                         pa.array(self.details, pa.string())], schema=LEDGER_SCHEMA)
 
     def counts(self) -> dict:
         out: dict = {}

@@ -2,28 +2,114 @@
 
 Parsing a JSON line is per-record work by nature; everything else (batching, typing, writing) is Arrow.
 Each rejected line is recorded with a reason: invalid_utf8, invalid_json, not_an_object, missing_text,
-bad_text_type, empty_text, duplicate_id, truncated_file.
+bad_text_type, empty_text, duplicate_id; and once per file: truncated_file (the compressed stream is cut
+short or corrupt; every complete line before is read), trailing_garbage (bytes after the end of the
+compressed stream).
+
+orjson parses every line; the few lines it rejects get a second chance with Python's `json`, which
+accepts what Python's `json.dumps` writes by default (`NaN`, `Infinity`, `-Infinity`; they become null).
+Ids are kept exactly as strings: an integer id 12 is "12", and an id orjson would round (an integer
+beyond 64 bits, a float) keeps the digits written in the file.
 """
 
 from __future__ import annotations
 
+import json
+import math
 from typing import Iterator
 
 import orjson
 import pyarrow as pa
 
-from curate.io.lines import iter_lines
+from curate.io.lines import iter_byte_range, iter_lines
 from curate.readers.base import BadRecords, Format, ReadTask
 
 
-def get_path(obj: dict, dotted: str):
-    """`metadata.url` -> obj["metadata"]["url"], None when any step is missing."""
-    node = obj
-    for part in dotted.split("."):
-        if not isinstance(node, dict):
+def field_getter(name: str):
+    """`obj -> value` for a field name or a dotted path (`metadata.WARC-Record-ID`); None when missing.
+
+    A key that is itself the whole name wins over the dotted path (a record may have a key "a.b")."""
+    if "." not in name:
+        return lambda obj: obj.get(name)
+    parts = name.split(".")
+
+    def get(obj):
+        value = obj.get(name)
+        if value is not None:
+            return value
+        node = obj
+        for part in parts:
+            if not isinstance(node, dict):
+                return None
+            node = node.get(part)
+        return node
+    return get
+
+
+_BOM = "\ufeff"
+_INT64_MIN, _UINT64_MAX = -(1 << 63), (1 << 64) - 1
+
+
+class _Unrepresentable(ValueError):
+    """A string (a lone surrogate escape such as "\\ud800") that has no UTF-8 form."""
+
+
+def _tame(value):
+    """A value from Python's `json` made like orjson's: non-finite floats -> None, integers beyond 64 bits
+    -> float; a string with no UTF-8 form raises `_Unrepresentable`."""
+    if isinstance(value, str):
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError as exc:
+            raise _Unrepresentable(f"{value[exc.start:exc.end]!r} is not valid Unicode") from None
+        return value
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, bool) or value is None:
+        return value
+    if isinstance(value, int):
+        if _INT64_MIN <= value <= _UINT64_MAX:
+            return value
+        try:
+            return float(value)
+        except OverflowError:
             return None
-        node = node.get(part)
-    return node
+    if isinstance(value, dict):
+        return {_tame(k): _tame(v) for k, v in value.items()}
+    return [_tame(v) for v in value]
+
+
+def _parse_slow(line: bytes, exc: Exception):
+    """The second chance for a line orjson rejected: `(object, None)`, or `(None, (kind, message))`."""
+    try:
+        text = line.decode("utf-8")
+    except UnicodeDecodeError as uexc:
+        return None, ("invalid_utf8", f"invalid UTF-8 at byte {uexc.start}")
+    try:
+        return _tame(json.loads(text.removeprefix(_BOM))), None
+    except (ValueError, RecursionError):  # JSONDecodeError and _Unrepresentable are ValueErrors
+        return None, ("invalid_json", str(exc))
+
+
+def _literal(line: bytes, getter) -> str | None:
+    """The id as written in the line (an integer beyond 64 bits, a float): parsed again keeping number text."""
+    try:
+        obj = json.loads(line.decode("utf-8").removeprefix(_BOM), parse_int=str, parse_float=str, parse_constant=str)
+        value = getter(obj) if isinstance(obj, dict) else None
+    except (ValueError, RecursionError):
+        return None
+    return value if isinstance(value, str) else None
+
+
+def id_text(value, line: bytes, getter) -> str:
+    """A JSON id as a string, exactly: strings as they are, numbers as written, anything else as JSON."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, float):
+        return _literal(line, getter) or repr(value)
+    return orjson.dumps(value).decode()
 
 
 def output_schema(fmt: Format) -> pa.Schema:
@@ -73,30 +159,37 @@ def read_jsonl(task: ReadTask, fmt: Format, handle, batch_rows: int, bad: BadRec
         consumed.add(fmt.id)
     if fmt.url and "." not in fmt.url:
         consumed.add(fmt.url)
+    get_id = field_getter(fmt.id) if fmt.id else None
+    get_text = field_getter(fmt.text)
+    get_url = field_getter(fmt.url) if fmt.url else None
     cols = _Columns(fmt)
     seen_ids: set = set()
     result: dict = {}
     records = 0
-    for lineno, line in iter_lines(handle, result):
+    if task.byte_range is not None:
+        lines = iter_byte_range(handle, *task.byte_range)
+    else:
+        lines = iter_lines(handle, result, *(task.line_range or (0, None)))
+    for lineno, line in lines:
         records += 1
         fallback = f"{task.id_prefix}/{lineno}"
         where = f"line {lineno + 1}"
         try:
             obj = orjson.loads(line)
         except orjson.JSONDecodeError as exc:
-            try:
-                line.decode("utf-8")
-            except UnicodeDecodeError as uexc:
-                bad.add(fallback, "invalid_utf8", where, f"invalid UTF-8 at byte {uexc.start}")
+            obj, problem = _parse_slow(line, exc)
+            if problem is not None:
+                bad.add(fallback, problem[0], where, problem[1])
                 continue
-            bad.add(fallback, "invalid_json", where, str(exc))
-            continue
         if not isinstance(obj, dict):
             bad.add(fallback, "not_an_object", where, f"expected a JSON object, got {type(obj).__name__}")
             continue
-        doc_id = get_path(obj, fmt.id) if fmt.id else None
-        doc_id = fallback if doc_id is None else str(doc_id)
-        text = obj.get(fmt.text) if "." not in fmt.text else get_path(obj, fmt.text)
+        doc_id = get_id(obj) if get_id else None
+        if doc_id is None or doc_id == "":
+            doc_id = fallback
+        elif type(doc_id) is not str:
+            doc_id = id_text(doc_id, line, get_id)
+        text = get_text(obj)
         if text is None:
             bad.add(doc_id, "missing_text", where, f"no '{fmt.text}' field")
             continue
@@ -106,7 +199,7 @@ def read_jsonl(task: ReadTask, fmt: Format, handle, batch_rows: int, bad: BadRec
         if not text.strip():
             bad.add(doc_id, "empty_text", where, "text is empty or whitespace")
             continue
-        if fmt.id:
+        if get_id:
             if doc_id in seen_ids:
                 bad.add(f"{fallback}#dup", "duplicate_id", where, f"id {doc_id!r} already seen in this file")
                 continue
@@ -114,8 +207,8 @@ def read_jsonl(task: ReadTask, fmt: Format, handle, batch_rows: int, bad: BadRec
         c = cols.cols
         c["id"].append(doc_id)
         c["text"].append(text)
-        if fmt.url:
-            url = get_path(obj, fmt.url)
+        if get_url:
+            url = get_url(obj)
             c["url"].append(url if isinstance(url, str) else None)
         for name, _ in fmt.promote:
             c[name].append(obj.get(name))
@@ -130,4 +223,9 @@ def read_jsonl(task: ReadTask, fmt: Format, handle, batch_rows: int, bad: BadRec
         records += 1
         bad.add(f"{task.id_prefix}/truncated@{truncation.line}", "truncated_file", f"line {truncation.line + 1}",
                 truncation.cause)
+    trailing = result.get("trailing")
+    if trailing is not None:
+        records += 1
+        bad.add(f"{task.id_prefix}/trailing@{trailing.offset}", "trailing_garbage", f"byte {trailing.offset}",
+                trailing.describe())
     stats["records"] = stats.get("records", 0) + records

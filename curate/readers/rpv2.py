@@ -14,7 +14,7 @@ from typing import Iterator
 import orjson
 import pyarrow as pa
 
-from curate.io.fs import exists, open_input
+from curate.io.fs import exists, open_input, printable
 from curate.io.lines import iter_lines
 from curate.readers.base import BadRecords, Format, ReadTask
 from curate.readers.jsonl import read_jsonl
@@ -49,7 +49,7 @@ def read_rpv2(task: ReadTask, fmt: Format, handle, batch_rows: int, bad: BadReco
     sig_path = signals_path(task.path)
     signals = _signals(sig_path, storage_options) if exists(sig_path) else None
     # RPv2 ids are "<key>/<row>": reuse the JSONL reader with that prefix, then attach the signals.
-    keyed = ReadTask(task.source, task.path, key, task.shard, task.size)
+    keyed = ReadTask(task.source, task.path, printable(key), task.shard, task.size)
     for table in read_jsonl(keyed, fmt, handle, batch_rows, bad, stats):
         ids = [i.removeprefix(f"{task.source}/") for i in table.column("id").to_pylist()]
         table = table.set_column(0, "id", pa.array(ids, pa.string()))

@@ -1,21 +1,32 @@
-"""Run a stage's tasks: as Ray tasks (local embedded cluster or a remote one), or inline for debugging.
+"""Run a phase's tasks: as Ray tasks or actors (local embedded cluster or a remote one), or inline for debugging.
 
-Both executors call the same `call_task`, so a stage behaves the same way in both. Ray retries a task
-whose worker died (`max_retries`); an exception raised by stage code is never retried and stops the run
-with a `StageError` naming the stage, the input and the cause.
+Every executor calls the same `call_task`, so a stage behaves the same way in all of them: it runs the
+task's function, then writes the task's marker with the counts it returned (so a task is done exactly
+when its marker exists). Ray retries a task whose worker or node died (`max_retries`), on the nodes that
+remain; an exception raised by stage code is never retried and stops the run with a `StageError` naming
+the stage, the input and the cause. Joining a cluster and what a cluster must offer are in cluster.py;
+the embedded local cluster in embedded.py.
 """
 
 from __future__ import annotations
 
 import logging
 import os
+import sys
+import time
 import traceback
-from typing import Iterable, Iterator
+from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Iterator
 
 import pyarrow as pa
 
 from curate.errors import CurateError, StageError
-from curate.runner.tasks import Task
+from curate.io.auth import bucket_of, is_auth_failure
+from curate.rundir import RunDir
+from curate.runner import cluster, embedded
+from curate.runner.watcher import Watcher
+from curate.stages.phase import Task
+from curate.stages.resources import Resources
 
 log = logging.getLogger("curate")
 
@@ -31,27 +42,98 @@ def describe(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {message}{where}"
 
 
-def call_task(stage, task: Task):
+@dataclass(frozen=True)
+class Work:
+    """What a worker needs for one phase: the stage and phase names (for markers and errors), the function
+    and its setup, and the run directory the markers go to."""
+
+    stage: str
+    phase: str
+    run: Callable
+    setup: Callable | None
+    rundir: RunDir
+
+    def prepare(self) -> None:
+        if self.setup is not None:
+            _guarded(self, "its worker setup", self.setup)
+
+
+def _guarded(work: Work, where: str, fn, *args):
     try:
-        return stage.run_task(task)
+        return fn(*args)
     except CurateError:
         raise
     except Exception as exc:  # stage code failed: say where and why, in one line
-        raise StageError(stage.name, task.where, describe(exc)) from exc
+        if is_auth_failure(exc):
+            bucket = bucket_of(exc)
+            raise StageError(work.stage, where, f"the worker on {node_name() or 'this machine'} cannot authenticate to "
+                             f"{'bucket ' + repr(bucket) if bucket else 'object storage'} ({describe(exc)}); give every node "
+                             "credentials (its environment or instance role), or name the variables in execution.env "
+                             "for the driver to forward") from exc
+        raise StageError(work.stage, where, describe(exc)) from exc
+
+
+def node_name() -> str | None:
+    """`IP (node abcd1234)` of the Ray node this worker runs on; None in the driver and inline."""
+    if "ray" not in sys.modules:
+        return None
+    import ray
+
+    try:
+        if not ray.is_initialized():  # checked first: get_runtime_context() would start (or join) a cluster
+            return None
+        context = ray.get_runtime_context()
+        if context.worker.mode != ray.WORKER_MODE:
+            return None
+        return f"{ray.util.get_node_ip_address()} (node {context.get_node_id()[:8]})"
+    except Exception:  # noqa: BLE001 - only a label for messages and markers
+        return None
+
+
+def call_task(work: Work, task: Task) -> dict:
+    """Run one task and write its marker; the marker is the last thing written. On Ray the marker also
+    names the node the task ran on."""
+    try:
+        started = time.monotonic()
+        result = dict(_guarded(work, task.where, work.run, task.payload))
+        result["seconds"] = round(time.monotonic() - started, 4)
+        if task.source is not None:
+            result.setdefault("source", task.source)
+            result.setdefault("shard", task.shard)
+        if node := node_name():
+            result["node"] = node
+        _guarded(work, task.where, work.rundir.write_json, work.rundir.marker(work.stage, work.phase, task.key), result)
+        return result
     finally:
         # Arrow's allocator keeps freed memory for reuse; a long-lived worker would otherwise hold the
         # peak of every task it ever ran. Hand it back between tasks.
         pa.default_memory_pool().release_unused()
 
 
-class _StageActor:
-    """Holds one stage object for its lifetime, so a model it loads is loaded once per actor."""
+def _setup_and_call(work: Work, task: Task) -> dict:
+    """A Ray task: no worker outlives it from the phase's point of view, so setup runs per task."""
+    work.prepare()
+    return call_task(work, task)
 
-    def __init__(self, stage):
-        self.stage = stage
 
-    def run(self, task: Task):
-        return call_task(self.stage, task)
+class _PhaseActor:
+    """Holds one phase's work for its lifetime, so what `setup()` loads is loaded once per actor."""
+
+    def __init__(self, work: Work):
+        self.work, self.failed = work, None
+        try:
+            work.prepare()
+        except CurateError as exc:  # reported with the first task, as a clear error rather than a dead actor
+            self.failed = exc
+
+    def ready(self) -> bool:
+        """Resolves once the actor is placed and its setup ran: only then is it handed tasks."""
+        return True
+
+    def run(self, task: Task) -> dict:
+        if self.failed is not None:
+            raise self.failed
+        return call_task(self.work, task)
 
 
 class InlineExecutor:
@@ -60,115 +142,268 @@ class InlineExecutor:
     name = "inline"
     parallelism = 1
 
-    def map(self, stage, tasks: Iterable[Task], resources: dict | None = None) -> Iterator[tuple[Task, object]]:
+    def map(self, work: Work, tasks: Iterable[Task], resources: Resources) -> Iterator[tuple[Task, dict]]:
+        tasks = list(tasks)
+        if tasks:
+            work.prepare()
         for task in tasks:
-            yield task, call_task(stage, task)
-
-    map_actors = map
+            yield task, call_task(work, task)
 
     def close(self) -> None:
         pass
 
 
+@dataclass(frozen=True)
+class Placement:
+    """What the run asks of a cluster: `local_paths` ((what, path) of the output and inputs on a local disk,
+    refused on several nodes unless `shared_fs`), and `env`, variables the driver forwards to the workers."""
+
+    local_paths: tuple = ()
+    shared_fs: bool = False
+    env: tuple = ()
+    run: str = ""  # the run directory, named when a lost head ends the run
+
+
 class RayExecutor:
-    """Runs tasks on Ray with at most `workers` in flight; starts an embedded local cluster by default."""
+    """Runs tasks on Ray with at most `workers` in flight; starts an embedded local cluster by default.
+
+    A task lost with its worker or node is retried by Ray (`retries`) on the nodes that remain; an actor
+    lost with its node is replaced where the cluster has room, and its task goes to another actor. Only
+    `workers` tasks are in flight at once, whatever the number of tasks: the driver holds their refs and
+    small count dicts, never document data."""
 
     name = "ray"
+    WAIT_SECONDS = 2.0
+    NODES_SECONDS = 5.0
 
     def __init__(self, address: str | None = None, workers: int | None = None, retries: int = 3,
-                 task_memory_mb: int | None = None):
+                 task_memory_mb: int | None = None, placement: Placement | None = None):
+        placement = placement or Placement()
         os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
         os.environ.setdefault("RAY_DEDUP_LOGS", "1")
         import ray
 
-        self.ray = ray
+        self.ray, self.watcher, self.head_lost = ray, None, False
         address = address or os.environ.get("RAY_ADDRESS") or None
-        if not ray.is_initialized():
-            kwargs = dict(include_dashboard=False, logging_level=logging.WARNING, log_to_driver=True)
+        forward = cluster.runtime_env(list(placement.env))
+        self.owns = not ray.is_initialized()
+        if self.owns:
+            kwargs = {"include_dashboard": False, "logging_level": logging.WARNING, "log_to_driver": True}
             if address:
-                ray.init(address=address, **kwargs)
-            else:
-                ray.init(num_cpus=workers or os.cpu_count(), **kwargs)
-        self.retries = retries
+                cluster.join(address, forward, **kwargs)
+                self.watcher = Watcher(None, _gcs_address(ray), placement.run)
+            else:  # "local": our own embedded cluster, even when another one runs on this machine
+                self.watcher = Watcher(embedded.start(workers or os.cpu_count(), **kwargs), None, placement.run)
+        alive = cluster.alive_nodes()
+        self.nodes, self.node_ids, self.nodes_checked = len(alive), {n["NodeID"][:8] for n in alive}, time.monotonic()
+        try:
+            cluster.check_paths(self.nodes, list(placement.local_paths), placement.shared_fs)
+        except CurateError:
+            self.close()
+            raise
+        self.head = cluster.HeadWatch(_gcs_address(ray) if address else None)
+        self.retries, self.task_memory_mb = retries, task_memory_mb
         self.parallelism = workers or max(1, int(ray.cluster_resources().get("CPU", 1)))
-        options = {"max_retries": retries, "retry_exceptions": False, "num_cpus": 1}
-        if task_memory_mb:
-            options["memory"] = task_memory_mb * 1024 * 1024
-        self.remote = ray.remote(call_task).options(**options)
+        if self.nodes > 1:
+            log.info("Ray cluster of %d nodes, %d CPUs: at most %d tasks in flight", self.nodes,
+                     int(ray.cluster_resources().get("CPU", 0)), self.parallelism)
 
-    def map(self, stage, tasks: Iterable[Task], resources: dict | None = None) -> Iterator[tuple[Task, object]]:
+    def map(self, work: Work, tasks: Iterable[Task], resources: Resources) -> Iterator[tuple[Task, dict]]:
+        if self.watcher is not None:
+            self.watcher.stage(work.stage)
+        options = self._placeable(work, resources.ray_options())
+        if options.get("memory") is None and self.task_memory_mb:
+            options["memory"] = self.task_memory_mb * 1024 * 1024
+        if resources.actor:
+            return self._on_actors(work, list(tasks), options)
+        return self._as_tasks(work, list(tasks), options)
+
+    def _wait(self, refs: list, work: Work, running: list[Task]) -> list:
+        """Refs that finished; while none does, check that the cluster's head still answers. Says so when a
+        node leaves the cluster (Ray retries its tasks on the nodes left)."""
+        while True:
+            done, _ = self.ray.wait(refs, num_returns=1, timeout=self.WAIT_SECONDS)
+            now = time.monotonic()
+            if now - self.nodes_checked > self.NODES_SECONDS and not self.head_lost:
+                self.nodes_checked = now
+                self._count_nodes(work)
+            if done:
+                return done
+            if self.head.lost():
+                self.head_lost = True
+                where = f", {running[0].where} among them" if running else ""
+                raise CurateError(f"the Ray cluster's head node ({self.head.address}) stopped answering during stage "
+                                  f"'{work.stage}' ({len(running)} task{'s' if len(running) != 1 else ''} in flight{where}); "
+                                  f"every task that finished is recorded in {work.rundir.root}: start a new cluster and run "
+                                  "the same command against it to resume from there")
+
+    def _count_nodes(self, work: Work) -> None:
+        try:
+            alive = cluster.alive_nodes()
+        except Exception:  # noqa: BLE001 - the head is down: HeadWatch reports it
+            return
+        ids = {n["NodeID"][:8] for n in alive}
+        if gone := self.node_ids - ids:
+            log.warning("stage '%s': node%s %s left the Ray cluster; %d node%s left, the tasks it was running are retried "
+                        "there", work.stage, "s" if len(gone) > 1 else "", ", ".join(sorted(gone)), len(ids),
+                        "s" if len(ids) != 1 else "")
+        self.node_ids = ids
+
+    def _as_tasks(self, work: Work, queue: list[Task], options: dict):
         ray = self.ray
-        remote = self.remote.options(**resources) if resources else self.remote
-        stage_ref = ray.put(stage)
+        remote = ray.remote(_setup_and_call).options(max_retries=self.retries, retry_exceptions=False, **options)
+        work_ref = ray.put(work)
         pending: dict = {}
-        queue = list(tasks)
         queue.reverse()
         try:
             while queue or pending:
                 while queue and len(pending) < self.parallelism:
                     task = queue.pop()
-                    pending[remote.remote(stage_ref, task)] = task
-                done, _ = ray.wait(list(pending), num_returns=1)
-                for ref in done:
+                    pending[remote.remote(work_ref, task)] = task
+                for ref in self._wait(list(pending), work, list(pending.values())):
                     task = pending.pop(ref)
-                    yield task, self._get(ref, stage, task)
+                    yield task, self._get(ref, work, task)
         finally:
-            for ref in pending:
-                ray.cancel(ref, force=True)
+            if not self.head_lost:
+                for ref in pending:
+                    ray.cancel(ref, force=True)
 
-    def map_actors(self, stage, tasks: Iterable[Task], resources: dict | None = None) -> Iterator[tuple[Task, object]]:
-        """Like `map`, on a pool of actors that each hold one copy of the stage (and its loaded model)."""
+    def _on_actors(self, work: Work, queue: list[Task], options: dict):
+        """A pool of actors that each hold the phase's work (and what its setup loaded) across tasks.
+
+        Ray does not restart them (a restarted actor could wait forever for CPUs its surviving siblings
+        hold): an actor lost with its node is dropped, its task goes back in the queue for the others, and
+        a new actor is started only where the cluster has room for one more. Tasks go to an actor once it
+        is placed and set up, so an actor that cannot be placed holds no task."""
         ray = self.ray
-        resources = self._placeable(stage, dict(resources or {}))
-        actor_cls = ray.remote(_StageActor).options(max_restarts=self.retries, max_task_retries=self.retries,
-                                                     **({"num_cpus": 1} | resources))
-        queue = list(tasks)
+        actor_cls = ray.remote(_PhaseActor).options(max_restarts=0, max_task_retries=0, **options)
         queue.reverse()
-        actors = [actor_cls.remote(stage) for _ in range(min(self.parallelism, len(queue)))]
-        idle, pending = list(actors), {}
+        actors, starting, idle, busy, lost, failed_starts = [], {}, [], {}, {}, 0
+
+        def spawn(n: int) -> None:
+            for _ in range(n):
+                actor = actor_cls.remote(work)
+                actors.append(actor)
+                starting[actor.ready.remote()] = actor
+
+        def replace(actor) -> None:
+            if actor in actors:
+                actors.remove(actor)
+                ray.kill(actor, no_restart=True)
+            live = len(idle) + len(busy) + len(starting)
+            room = min(self.parallelism, self._fits(options), len(queue) + len(busy)) - live
+            spawn(max(room, 1 if live == 0 and queue else 0))
+
+        spawn(min(self.parallelism, len(queue), self._fits(options)))
         try:
-            while queue or pending:
+            while queue or busy:
                 while queue and idle:
                     actor, task = idle.pop(), queue.pop()
-                    pending[actor.run.remote(task)] = (task, actor)
-                done, _ = ray.wait(list(pending), num_returns=1)
-                for ref in done:
-                    task, actor = pending.pop(ref)
+                    busy[actor.run.remote(task)] = (task, actor)
+                if not busy and not starting:
+                    replace(None)
+                for ref in self._wait(list(busy) + list(starting), work, [t for t, _ in busy.values()]):
+                    if ref in starting:
+                        actor = starting.pop(ref)
+                        try:
+                            ray.get(ref)
+                            idle.append(actor)
+                        except ray.exceptions.RayActorError as exc:  # died before it could take a task
+                            failed_starts += 1
+                            if failed_starts > self.retries + self.parallelism:
+                                raise StageError(work.stage, queue[-1].where if queue else "its actors",
+                                                 f"its actors die as they start: {_actor_death(exc)}") from None
+                            replace(actor)
+                        continue
+                    task, actor = busy.pop(ref)
+                    try:
+                        result = ray.get(ref)
+                    except ray.exceptions.RayActorError as exc:
+                        if isinstance(exc, ray.exceptions.RayTaskError):
+                            self._get(ref, work, task)  # raises the stage's own error
+                        lost[task.key] = lost.get(task.key, 0) + 1
+                        if lost[task.key] > self.retries:
+                            raise StageError(work.stage, task.where, f"its actor died {lost[task.key]} times (a node lost, or "
+                                             f"the worker killed): {_actor_death(exc)}") from None
+                        log.warning("stage '%s': the actor running %s died (%s); its task goes to another actor",
+                                    work.stage, task.where, _actor_death(exc))
+                        queue.append(task)
+                        replace(actor)
+                        continue
+                    except Exception:
+                        self._get(ref, work, task)
+                        raise
                     idle.append(actor)
-                    yield task, self._get(ref, stage, task)
+                    yield task, result
         finally:
-            for actor in actors:
-                ray.kill(actor)
+            if not self.head_lost:
+                for actor in actors:
+                    ray.kill(actor, no_restart=True)
 
-    def _placeable(self, stage, resources: dict) -> dict:
+    def _fits(self, options: dict) -> int:
+        """How many actors with these resources the cluster can hold at once: more would wait forever for a
+        GPU (or CPUs) that their tasks were already queued on."""
+        total = self.ray.cluster_resources()
+        fits = [int(total.get(name, 0) // need) for key, name in (("num_cpus", "CPU"), ("num_gpus", "GPU"))
+                if (need := options.get(key))]
+        return max(1, min(fits)) if fits else self.parallelism
+
+    def _placeable(self, work: Work, options: dict) -> dict:
         """Drop a GPU request the cluster cannot meet, so the stage runs on CPUs instead of waiting forever."""
-        if resources.get("num_gpus") and not self.ray.cluster_resources().get("GPU"):
-            log.warning("stage '%s' asks for GPUs but the cluster has none: running it on CPUs", stage.name)
-            resources.pop("num_gpus")
-        return resources
+        if options.get("num_gpus") and not self.ray.cluster_resources().get("GPU"):
+            log.warning("stage '%s' asks for GPUs but the cluster has none: running it on CPUs", work.stage)
+            options.pop("num_gpus")
+        return options
 
-    def _get(self, ref, stage, task: Task):
+    def _get(self, ref, work: Work, task: Task):
         ray = self.ray
         try:
             return ray.get(ref)
         except (ray.exceptions.RayTaskError, ray.exceptions.RayActorError) as exc:
             if isinstance(exc, ray.exceptions.RayActorError) and not isinstance(exc, ray.exceptions.RayTaskError):
-                raise StageError(stage.name, task.where, f"the actor died and {self.retries} restarts did not help") from None
+                raise StageError(work.stage, task.where, f"its actor died: {_actor_death(exc)}") from None
             cause = getattr(exc, "cause", None)
             if isinstance(cause, CurateError):
                 raise cause from None
-            raise StageError(stage.name, task.where, describe(cause) if cause else str(exc).splitlines()[0]) from None
+            raise StageError(work.stage, task.where, describe(cause) if cause else str(exc).splitlines()[0]) from None
         except (ray.exceptions.WorkerCrashedError, ray.exceptions.NodeDiedError) as exc:
-            raise StageError(stage.name, task.where, f"the worker died and {self.retries} retries did not help ({type(exc).__name__})") from None
+            what = "its node died" if isinstance(exc, ray.exceptions.NodeDiedError) else "its worker died"
+            raise StageError(work.stage, task.where, f"{what} and {self.retries} retries on the other nodes did not help "
+                             f"({type(exc).__name__}); execution.retries allows more") from None
         except ray.exceptions.OutOfMemoryError:
-            raise StageError(stage.name, task.where, "the task ran out of memory; lower execution.batch_rows or task_size_mb, or raise execution.task_memory_mb") from None
+            raise StageError(work.stage, task.where, "the task ran out of memory; lower execution.batch_rows or task_size_mb, "
+                             "or raise execution.task_memory_mb") from None
 
     def close(self) -> None:
-        if self.ray.is_initialized():
-            self.ray.shutdown()
+        try:
+            if self.owns and not self.head_lost and self.ray.is_initialized():  # a lost head: nothing to shut down politely
+                self.ray.shutdown()
+        finally:
+            if self.watcher is not None:
+                self.watcher.close(wait=not self.head_lost)
+                self.watcher = None
 
 
-def make_executor(inline: bool, address: str | None, workers: int | None, retries: int, task_memory_mb: int | None):
+def _gcs_address(ray) -> str | None:
+    try:
+        return ray.get_runtime_context().gcs_address
+    except Exception:  # noqa: BLE001 - without it the head is simply not watched
+        return None
+
+
+def _actor_death(exc: BaseException) -> str:
+    """Why Ray says an actor died, in one line (its messages run to a paragraph)."""
+    text = " ".join(str(exc).split())
+    for marker in ("The actor died because ", "The actor is dead because ", "Error message: "):
+        if marker in text:
+            text = text.split(marker, 1)[1]
+            break
+    return (text[:200] + "...") if len(text) > 200 else text or type(exc).__name__
+
+
+def make_executor(inline: bool, address: str | None, workers: int | None, retries: int, task_memory_mb: int | None,
+                  placement: Placement | None = None):
     if inline:
         return InlineExecutor()
-    return RayExecutor(address=address, workers=workers, retries=retries, task_memory_mb=task_memory_mb)
+    return RayExecutor(address=address, workers=workers, retries=retries, task_memory_mb=task_memory_mb,
+                       placement=placement)

@@ -9,17 +9,23 @@ from __future__ import annotations
 
 import logging
 import os
+import tempfile
 import time
+from contextlib import contextmanager
 
 import yaml
 
+from curate.config.chain import check_removals_before_tokens
 from curate.config.pipeline import Pipeline
 from curate.errors import ConfigError, CurateError
 from curate.io import fs
+from curate.rundir import RunDir, aggregate
+from curate.rundir.lock import RunLock
+from curate.io.auth import bucket_of, is_auth_failure
+from curate.runner.executor import Placement, describe
+from curate.runner.phaserunner import PhaseRunner
 from curate.runner.progress import Progress
-from curate.runner.rundir import RunDir
-from curate.runner.summary import aggregate, render
-from curate.runner.taskrunner import TaskRunner
+from curate.runner.summary import render
 from curate.stages import STAGES
 from curate.stages.kept import KeptStage
 
@@ -27,41 +33,75 @@ log = logging.getLogger("curate")
 
 
 def build_stages(pipeline: Pipeline, run: RunDir, until: str | None):
+    """The pipeline's steps as stage objects, then `kept` (before a final step such as the manifest)."""
     names = [s.name for s in pipeline.stages]
     if until is not None and until not in names + ["kept"]:
         raise ConfigError("--until", until, f"no such stage; stages are {', '.join(names)}")
-    stages, previous = [], []
+    check_removals_before_tokens(pipeline.stages, STAGES, pipeline.file, until)
+    stages, removing = [], []
     for cfg in pipeline.stages:
-        stages.append(STAGES[cfg.kind](cfg.name, cfg.options, pipeline, run, list(previous)))
-        previous.append(cfg.name)
+        cls = STAGES[cfg.kind]
+        stages.append(cls(cfg.name, cfg.options, pipeline, run, list(removing), dict(cfg.upstream)))
+        if cls.REMOVES:
+            removing.append(cfg.name)
         if cfg.name == until:
             return stages
-    final = stages.pop() if stages and pipeline.stages[-1].kind == "manifest" else None
-    stages.append(KeptStage("kept", {}, pipeline, run, [n for n in previous if final is None or n != final.name]))
+    final = stages.pop() if stages and stages[-1].FINAL else None
+    stages.append(KeptStage("kept", {}, pipeline, run, removing, {"docs": pipeline.stages[0].name}))
     if final is not None:  # the manifest describes the kept documents too, so it comes after them
         stages.append(final)
     return stages
 
 
 def ensure_sample(pipeline: Pipeline) -> None:
-    """Make the quickstart corpus when the pipeline still points into `sample.dir` and it is not there yet."""
+    """Make the quickstart corpus when the pipeline still points into `sample.dir` and it is not there yet.
+    A `sample.dir` in object storage (the corpus a cluster's nodes read) is made locally, then uploaded."""
     sample = pipeline.sample
-    if not sample:
+    if not pipeline.uses_sample:
         return
-    root = os.path.normpath(sample["dir"])
-    uses = any(os.path.normpath(p).startswith(root + os.sep) for s in pipeline.sources.values() for p in s.paths)
-    if not uses or os.path.exists(os.path.join(root, "_SUCCESS")):
+    remote = "://" in sample["dir"]
+    root = sample["dir"].rstrip("/") if remote else os.path.normpath(sample["dir"])
+    if fs.exists(fs.join(root, "_SUCCESS")):
         return
     from curate.sample import make_sample
 
     log.info("making the sample corpus in %s (%d documents, seed %d) ...", root, sample["docs"], sample["seed"])
     started = time.monotonic()
-    make_sample(root, docs=sample["docs"], seed=sample["seed"])
+    if remote:
+        with tempfile.TemporaryDirectory(prefix="curate-sample-") as local:
+            make_sample(local, docs=sample["docs"], seed=sample["seed"])
+            fs.upload_tree(local, root, last="_SUCCESS")
+    else:
+        make_sample(root, docs=sample["docs"], seed=sample["seed"])
     log.info("sample corpus ready in %.1fs", time.monotonic() - started)
 
 
+def placement(pipeline: Pipeline, run: RunDir) -> Placement:
+    """What the run asks of a Ray cluster: its local paths (output, inputs, model and term files), which a
+    cluster of several nodes refuses unless `execution.shared_fs`, and the variables to forward."""
+    local = [("--output", run.root)] if fs.is_local(fs.filesystem(run.root)[0]) else []
+    for source in pipeline.sources.values():
+        local += [(f"sources.{source.name}.paths", p) for p in source.paths if "://" not in p]
+    for step in pipeline.stages:
+        local += [(f"stages.{step.name}.{key}", value) for key, value in _option_paths(step.options, "")
+                  if "://" not in value and os.path.exists(value)]
+    ex = pipeline.execution
+    return Placement(tuple(local), ex["shared_fs"], tuple(ex["env"]), run.root)
+
+
+def _option_paths(options, prefix: str):
+    """(key path, value) of every `path`, `tokenizer` or `terms` string in a step's options (models, ...)."""
+    if isinstance(options, dict):
+        for key, value in options.items():
+            name = f"{prefix}{key}"
+            if isinstance(value, str) and key in ("path", "tokenizer", "terms"):
+                yield name, value
+            else:
+                yield from _option_paths(value, name + ".")
+
+
 def _remove_stale(run: RunDir, keep: set[str]) -> None:
-    for kind in ("_state", "ledger"):
+    for kind in ("_state", "ledger", "_work"):
         for path in fs.glob(run.path(kind, "*")):
             name = path.rstrip("/").rsplit("/", 1)[-1]
             if name not in keep:
@@ -73,14 +113,47 @@ def run_pipeline(pipeline: Pipeline, output: str, until: str | None = None, inli
                  address: str | None = None, workers: int | None = None, progress: Progress | None = None) -> list[dict]:
     """Run (or resume) `pipeline` into `output`; returns the summary rows."""
     run = RunDir(output if "://" in output else os.path.abspath(output))
+    if os.path.isfile(run.root):
+        raise CurateError(f"--output {output}: is a file; give a directory (it is made if missing) or an fsspec URI")
     progress = progress or Progress()
-    ensure_sample(pipeline)
+    with storage_errors("sample.dir", (pipeline.sample or {}).get("dir", "")):
+        ensure_sample(pipeline)
     stages = build_stages(pipeline, run, until)
+    for stage in stages:
+        stage.preflight()
+    lock = RunLock(run)
+    with storage_errors("--output", run.root):  # the first write: an unreachable store or bucket says so here
+        lock.acquire()
+    try:
+        return _run_locked(pipeline, run, stages, until, inline, address, workers, progress)
+    finally:
+        lock.release()
+
+
+@contextmanager
+def storage_errors(what: str, path: str):
+    """A store that cannot be reached (no bucket, no endpoint, no credentials) as one line naming the path."""
+    try:
+        yield
+    except CurateError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - botocore, gcsfs and OSError alike become the one line a user reads
+        if is_auth_failure(exc):
+            bucket = bucket_of(exc)
+            raise CurateError(f"{what} {path}: this machine cannot authenticate to "
+                              f"{'bucket ' + repr(bucket) if bucket else 'the object store'} ({describe(exc)})") from None
+        raise CurateError(f"{what} {path}: cannot be read or written: {describe(exc)}") from None
+
+
+def _run_locked(pipeline, run, stages, until, inline, address, workers, progress) -> list[dict]:
+    if removed := fs.remove_temporaries(run.root):
+        log.info("removed %d temporary files that an interrupted run left behind", removed)
     _remove_stale(run, {s.name for s in pipeline.stages} | {"kept"})
-    fs.write_bytes(run.path("pipeline.yaml"), (f"# resolved from {pipeline.file}; pipeline hash {pipeline.hash()}\n"
-                                               + yaml.safe_dump(pipeline.resolved, sort_keys=False)).encode())
+    fs.write_bytes(run.pipeline_file, (f"# resolved from {pipeline.file}; pipeline hash {pipeline.hash()}\n"
+                                       + yaml.safe_dump(pipeline.resolved, sort_keys=False)).encode())
     ex = pipeline.execution
-    runner = TaskRunner(progress, inline, address, workers or ex["workers"], ex["retries"], ex["task_memory_mb"])
+    runner = PhaseRunner(run, progress, inline, address, workers or ex["workers"], ex["retries"], ex["task_memory_mb"],
+                         placement(pipeline, run))
     try:
         upstream = ""
         for stage in stages:
@@ -92,13 +165,13 @@ def run_pipeline(pipeline: Pipeline, output: str, until: str | None = None, inli
                 for path in stage.owned_paths():
                     fs.remove(path)
             run.write_json(run.stage_file(stage.name), {"fingerprint": fingerprint, "complete": False})
-            stage.execute(tasks, runner)
+            stage.execute(tasks, runner.for_stage(stage.name, upstream))
             run.write_json(run.stage_file(stage.name), {"fingerprint": fingerprint, "complete": True})
             upstream = fingerprint
     finally:
         runner.close()
-    rows = aggregate([(s.name, run.markers(s.name)) for s in stages], pipeline.priority, runner.wall)
-    run.write_json(run.path("summary.json"), rows)
+    rows = aggregate([(s.name, run.markers(s.name)) for s in stages], pipeline.priority, runner.wall, runner.compute)
+    run.write_json(run.summary_file, rows)
     if until is None and not rows:
         raise CurateError("the run produced no accounting rows")
     return rows

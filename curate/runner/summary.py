@@ -1,66 +1,30 @@
-"""The end-of-run accounting: per stage and source, documents in, kept, removed by reason, and time.
-
-It is computed from the task markers, so a resumed run reports the whole run. It also checks the
-ledger identity (in = kept + removed for every task, and each stage sees what the previous one kept);
-a violation is a bug and fails the run rather than being reported as success.
-"""
+"""The end-of-run summary: per stage and source, documents in, kept, removed by reason, and time; then what
+the model steps cost (and whether a stand-in model ran) and the dual-use funnel."""
 
 from __future__ import annotations
 
 from collections import defaultdict
 
-from curate.errors import CurateError
+from curate.rundir import ClassifyRecord, DualUseRecord, RunDir
 
 
-def aggregate(stage_markers: list[tuple[str, list[dict]]], order: list[str], wall: dict[str, float]) -> list[dict]:
-    """Sum task markers per stage and source (sources in `order`), checking in = kept + removed."""
-    rows = []
-    for stage, markers in stage_markers:
-        by_source: dict = defaultdict(lambda: {"in": 0, "kept": 0, "removed": defaultdict(int), "tasks": 0, "task_seconds": 0.0})
-        for m in markers:
-            if m["source"].startswith("_"):
-                continue  # whole-run tasks (the manifest) hold no documents
-            if m["in"] != m["kept"] + sum(m["removed"].values()):
-                raise CurateError(f"accounting error in stage '{stage}' shard {m['source']}/{m['shard']}: "
-                                  f"in {m['in']} != kept {m['kept']} + removed {sum(m['removed'].values())}")
-            row = by_source[m["source"]]
-            row["in"] += m["in"]
-            row["kept"] += m["kept"]
-            row["tasks"] += 1
-            row["task_seconds"] += m["seconds"]
-            for reason, n in m["removed"].items():
-                row["removed"][reason] += n
-        for source in sorted(by_source, key=lambda s: (order.index(s) if s in order else len(order), s)):
-            row = by_source[source]
-            rows.append({"stage": stage, "source": source, "in": row["in"], "kept": row["kept"],
-                         "removed": dict(sorted(row["removed"].items())), "tasks": row["tasks"],
-                         "task_seconds": round(row["task_seconds"], 3), "wall_seconds": round(wall.get(stage, 0.0), 3)})
-    _check_chain(rows)
-    return rows
-
-
-def _check_chain(rows: list[dict]) -> None:
-    last_kept: dict = {}
-    for row in rows:
-        before = last_kept.get(row["source"])
-        if before is not None and before != row["in"]:
-            raise CurateError(f"accounting error: stage '{row['stage']}' saw {row['in']} documents of '{row['source']}' "
-                              f"but the previous stage kept {before}")
-        last_kept[row["source"]] = row["kept"]
-
-
-def render(rows: list[dict]) -> str:
-    """A plain-text table, one row per stage and source, reasons spelled out."""
+def render(rows: list[dict], width: int = 100) -> str:
+    """A plain-text table, one row per stage and source, within `width` columns: the reasons column gets what
+    the others leave, most frequent reason first, cut with '+N more'."""
     header = ["stage", "source", "in", "kept", "removed", "reasons", "tasks", "time"]
+    reasons_at = header.index("reasons")
     table = [header]
+    ranked_of = []
     for r in rows:
         removed = sum(r["removed"].values())
-        ranked = sorted(r["removed"].items(), key=lambda kv: (-kv[1], kv[0]))
-        reasons = ", ".join(f"{k} {v:,}" for k, v in ranked[:3]) + (f", +{len(ranked) - 3} more" if len(ranked) > 3 else "")
-        reasons = reasons or "-"
-        table.append([r["stage"], r["source"], f"{r['in']:,}", f"{r['kept']:,}", f"{removed:,}", reasons,
-                      str(r["tasks"]), f"{r['task_seconds']:.1f}s"])
+        ranked_of.append(sorted(r["removed"].items(), key=lambda kv: (-kv[1], kv[0])))
+        table.append([r["stage"], r["source"], f"{r['in']:,}", f"{r['kept']:,}", f"{removed:,}", "", str(r["tasks"]),
+                      f"{r['task_seconds']:.1f}s"])
     widths = [max(len(row[i]) for row in table) for i in range(len(header))]
+    room = max(20, width - sum(w for i, w in enumerate(widths) if i != reasons_at) - 2 * (len(header) - 1))
+    for row, ranked in zip(table[1:], ranked_of):
+        row[reasons_at] = _reasons(ranked, room)
+    widths[reasons_at] = max(len(row[reasons_at]) for row in table)
     numeric = {2, 3, 4, 6, 7}
     lines = []
     for k, row in enumerate(table):
@@ -69,3 +33,59 @@ def render(rows: list[dict]) -> str:
         if k == 0:
             lines.append("  ".join("-" * w for w in widths))
     return "\n".join(lines)
+
+
+def _reasons(ranked: list[tuple[str, int]], room: int) -> str:
+    """`reason count, reason count, +N more` in at most `room` characters."""
+    if not ranked:
+        return "-"
+    shown = []
+    for i, (reason, n) in enumerate(ranked):
+        more = len(ranked) - i - 1
+        piece = f"{reason} {n:,}"
+        tail = f", +{more} more" if more else ""
+        candidate = ", ".join(shown + [piece])
+        if len(candidate + tail) <= room:
+            shown.append(piece)
+            continue
+        if not shown:  # even the first reason is too long: cut it
+            cut = room - len(f" {n:,}") - len(tail) - 3
+            shown.append(f"{reason[:max(cut, 4)]}... {n:,}")
+            i += 1
+        left = len(ranked) - len(shown)
+        return ", ".join(shown) + (f", +{left} more" if left else "")
+    return ", ".join(shown)
+
+
+def model_notes(run: RunDir, steps: list[str], rows: list[dict], order: list[str]) -> list[str]:
+    """Lines on the model steps of a run: each model's cost, stand-ins said plainly, the dual-use funnel."""
+    lines = []
+    for step in steps:
+        if (record := run.find_record(step, ClassifyRecord)) is not None:
+            for name, m in record.models.items():
+                unit = m["device"].upper()
+                lines.append(f"{step}/{name} ({m['kind']}): {m['documents']:,} docs, {m['seconds_per_1000']:.3f}s/1,000 "
+                             f"on {unit}, ~{m['hours_per_billion']:,.0f} {unit}-h per billion docs")
+                if m["standin"]:
+                    lines.append(f"NOTE: model {name} is the sample's stand-in, not {m['replaces']}")
+        if (record := run.find_record(step, DualUseRecord)) is not None:
+            lines += dual_use_funnel(step, run.markers(step), record.costs, rows, order)
+    return lines
+
+
+def dual_use_funnel(step: str, markers: list[dict], costs: dict, rows: list[dict], order: list[str]) -> list[str]:
+    """Per source: scanned, escalated, flagged, errors, backfilled; and the step's share of the run's compute."""
+    funnel: dict = defaultdict(lambda: defaultdict(int))
+    for m in sorted(markers, key=lambda m: order.index(m["source"]) if m["source"] in order else len(order)):
+        for k in ("scanned", "escalated", "flagged", "errors", "backfilled"):
+            funnel[m["source"]][k] += m.get(k, 0)
+    compute = {r["stage"]: r.get("stage_compute_seconds", 0.0) for r in rows}
+    share = compute.get(step, 0.0) / (sum(compute.values()) or 1.0)
+    lines = [f"{step}: funnel, {share:.1%} of the run's task time (blocklist {costs['scan_seconds']:.1f}s, "
+             f"classifier {costs['classifier_seconds']:.1f}s on {costs['classifier_documents']:,} new docs)"]
+    for source, f in funnel.items():
+        lines.append(f"  {source:10} scanned {f['scanned']:,}  escalated {f['escalated']:,}  flagged {f['flagged']:,}  "
+                     f"errors {f['errors']:,}  backfilled {f['backfilled']:,}")
+    if costs.get("model") and costs["model"].get("standin"):
+        lines.append(f"NOTE: {step}'s classifier is the sample's stand-in ({costs['model']['path']})")
+    return lines

@@ -34,6 +34,8 @@ import pyarrow.parquet as pq
 import zstandard
 
 from . import text as T
+from .models import make_models
+from .topic import topic_page
 
 SOURCES = ("fwe", "dclm", "zyda", "dolma_cc")
 SHARE = {"fwe": 0.3, "dclm": 0.3, "zyda": 0.2, "dolma_cc": 0.2}
@@ -41,6 +43,10 @@ SHARE = {"fwe": 0.3, "dclm": 0.3, "zyda": 0.2, "dolma_cc": 0.2}
 # prose; the broader crawls carry more of both.
 MIX = {"fwe": (0.0, 0.03), "dclm": (0.10, 0.16), "zyda": (0.10, 0.10),
        "dolma_cc": (0.14, 0.18)}
+# Pages of the planted demonstration topic (beekeeping, for the dual_use stage), as a share of each
+# source, split across the kinds howto / story / mention.
+TOPIC = {"fwe": 0.01, "dclm": 0.03, "zyda": 0.03, "dolma_cc": 0.03}
+TOPIC_SPLIT = {"howto": 0.4, "story": 0.4, "mention": 0.2}
 
 # Planted duplicate groups at docs=4000; scaled linearly for other sizes.
 EXACT_WITHIN_PER_SOURCE = 3
@@ -52,7 +58,8 @@ NEAR_KINDS = ("boilerplate", "linebreaks", "truncated", "edit")
 NEAR_MIN_JACCARD = 0.85
 
 MARKER = "_SUCCESS"
-_OUTPUTS = (MARKER, *SOURCES, "expected.json", "truth.json")  # marker first
+SCALED_FROM = 20_000  # more documents than this: the corpus is made in parts (scaled.py)
+_OUTPUTS = (MARKER, *SOURCES, "models", "expected.json", "truth.json")  # marker first
 
 DCLM_FILES = (
     "global-shard_01_of_10/local-shard_0_of_10/shard_00000000_processed.jsonl.zst",
@@ -79,6 +86,7 @@ class Doc:
     text: str
     lang: str = "en"
     junk: str | None = None
+    topic: str | None = None  # the planted demonstration topic (curate.sample.topic): howto, story, mention
     url: str = ""
     id: str = ""
     readable: bool = True  # False when lost past the cut of the truncated file
@@ -113,6 +121,10 @@ def make_sample(dest, docs: int = 4000, seed: int = 0) -> dict:
     Any earlier output (complete or not) is removed first; only the names this
     function writes are touched.
     """
+    if docs > SCALED_FROM:  # made in parts, in parallel (scaled.py); smaller corpora are made as always
+        from .scaled import make_scaled
+
+        return make_scaled(dest, docs, seed)
     dest = Path(dest)
     _clear(dest)
     plan = _Planner(docs, seed).plan()
@@ -123,6 +135,7 @@ def make_sample(dest, docs: int = 4000, seed: int = 0) -> dict:
         "dolma_cc": _write_dolma(dest / "dolma_cc", plan["dolma_cc"],
                                  plan["dolma_cc_truncated"], _rng(seed, "dolma_cc")),
     }
+    make_models(dest, seed)
     _write_json(dest / "expected.json", expected)
     _write_json(dest / "truth.json", _truth(plan))
     (dest / MARKER).write_bytes(b"")
@@ -179,15 +192,20 @@ class _Planner:
         text = self._unique(lambda: T.junk_page(self.rng, kind)[0])
         return Doc(text, T.JUNK_LANGUAGE[kind], junk=kind, url=T.make_url(self.rng))
 
+    def topic(self, kind: str) -> Doc:
+        return Doc(self._unique(lambda: topic_page(self.rng, kind)), topic=kind, url=T.make_url(self.rng))
+
     def fresh(self, source: str) -> list[Doc]:
-        """Ungrouped documents filling the source's language/junk mix."""
+        """Ungrouped documents filling the source's language/junk/topic mix."""
         n = self.counts[source]
         nonen, junk = (round(n * f) for f in MIX[source])
+        topic = [k for k, share in TOPIC_SPLIT.items() for _ in range(round(n * TOPIC[source] * share))]
         grouped = len(self.pool[source])
-        n_en = max(0, n - nonen - junk - grouped)
+        n_en = max(0, n - nonen - junk - grouped - len(topic))
         return ([self.article() for _ in range(n_en)]
                 + [self.foreign() for _ in range(nonen)]
-                + [self.junk() for _ in range(junk)])
+                + [self.junk() for _ in range(junk)]
+                + [self.topic(k) for k in topic])
 
     def _add(self, group: Group, doc: Doc, source: str, variant: str, jac: float = 1.0):
         group.members.append(Member(doc, source, variant, round(jac, 4)))
@@ -224,7 +242,7 @@ class _Planner:
         best = None
         for attempt in range(8):
             strength = 0.75 ** attempt
-            text = self._unique(lambda: self._transform(base, kind, strength))
+            text = self._unique(lambda strength=strength: self._transform(base, kind, strength))
             jac = T.jaccard_char25(base, text)
             ok = 0.5 <= jac <= 0.72 if kind == "loose" else jac >= NEAR_MIN_JACCARD
             best = (text, jac)
@@ -413,7 +431,8 @@ DCLM_BAD_KINDS = ("invalid_json", "invalid_utf8", "missing_text", "empty_text")
 
 def _write_dclm(root: Path, docs: list[Doc], rng: random.Random) -> dict:
     """Three zstd JSONL shards; the first holds the four bad records at
-    interior lines.  Ids are ``dclm/<relative path>/<line number>``."""
+    interior lines. A document's id is its record's own ``metadata.WARC-Record-ID``,
+    as the ``dclm`` reader reports it."""
     for i, (rel, part) in enumerate(zip(DCLM_FILES, _split(docs, (1 / 3, 1 / 3, 1 / 3)))):
         lines: list[bytes | Doc] = list(part)
         if i == 0:
@@ -421,10 +440,11 @@ def _write_dclm(root: Path, docs: list[Doc], rng: random.Random) -> dict:
             for k, bad in enumerate(_dclm_bad_lines(rng), start=1):
                 lines.insert(total * k // 5, bad)
         out = []
-        for lineno, item in enumerate(lines):
+        for item in lines:
             if isinstance(item, Doc):
-                item.id = f"dclm/{rel}/{lineno}"
-                item = _jsonl(_dclm_record(rng, item))
+                record = _dclm_record(rng, item)
+                item.id = record["metadata"]["WARC-Record-ID"]
+                item = _jsonl(record)
             out.append(item)
         path = root / rel
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -438,12 +458,12 @@ ZYDA_SCHEMA = pa.schema([
 ])
 
 
-def _write_zyda(root: Path, docs: list[Doc], rng: random.Random) -> dict:
-    """One parquet file per Zyda component."""
+def _write_zyda(root: Path, docs: list[Doc], rng: random.Random, id_prefix: str = "") -> dict:
+    """One parquet file per Zyda component; `id_prefix` keeps ids unique across the parts of a large corpus."""
     for comp, part in zip(ZYDA_COMPONENTS, _split(docs, (0.6, 0.4))):
         cols = {name: [] for name in ZYDA_SCHEMA.names}
         for i, doc in enumerate(part):
-            doc.id = f"{comp}-{i:07d}"
+            doc.id = f"{id_prefix}{comp}-{i:07d}"
             words = doc.text.split()
             features = {
                 "word_count": len(words),
@@ -525,15 +545,16 @@ def _truth(plan: dict) -> dict:
             "members": [{"source": m.source, "id": m.doc.id, "variant": m.variant,
                          "jaccard_char25": m.jaccard} for m in g.members],
         })
-    languages, junk, junk_kinds = {}, {}, {}
+    languages, junk, junk_kinds, topic = {}, {}, {}, {}
     for src in SOURCES:
         docs = plan[src] + plan.get(f"{src}_truncated", [])
         docs = [d for d in docs if d.readable]
         languages[src] = {d.id: d.lang for d in docs}
         junk[src] = sorted(d.id for d in docs if d.junk)
         junk_kinds[src] = {d.id: d.junk for d in docs if d.junk}
+        topic[src] = {d.id: d.topic for d in docs if d.topic}
     return {"groups": groups, "languages": languages, "junk": junk,
-            "junk_kinds": junk_kinds}
+            "junk_kinds": junk_kinds, "topic": topic}
 
 
 def _write_json(path: Path, obj) -> None:

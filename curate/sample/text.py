@@ -654,7 +654,7 @@ def _code_snippet(rng):
         lines += [
             f"function {fn}({var}) {{",
             f"  var el = document.getElementById('{el}-{rng.randint(1, 999)}');",
-            f"  if (!el) {{ return null; }}",
+            "  if (!el) { return null; }",
             f"  el.style.{rng.choice(['width', 'height', 'top', 'left'])} = {var} * {rng.randint(2, 64)} + 'px';",
             f"  window.setTimeout(function() {{ {ident()}(el); }}, {rng.randint(10, 5000)});",
             "}",
@@ -693,7 +693,7 @@ JUNK_KINDS = tuple(_JUNK)
 
 # Language a truth file records for each junk kind: lorem ipsum is
 # pseudo-Latin, number tables have no language (ISO 639-2 "zxx").
-JUNK_LANGUAGE = {kind: "en" for kind in JUNK_KINDS} | {
+JUNK_LANGUAGE = dict.fromkeys(JUNK_KINDS, "en") | {
     "lorem_ipsum": "la", "number_table": "zxx"}
 
 

@@ -7,6 +7,11 @@ None) and the line-level signals (``rps_lines_*`` as ``list<double>``, one value
 per line, so DuckDB ``list_*`` functions can aggregate them). Values are rounded
 to 8 decimals like RPv2. Names follow RPv2 exactly (see :mod:`.names`).
 
+``datatrove_word_stats(texts) -> pyarrow.StructArray`` is apart from the RPv2
+signals: the word counts datatrove's Gopher / FineWeb filters take from spaCy's
+English tokens (the ``dt_words`` column the filter recipes ``gopher_quality``,
+``gopher_repetition`` and ``fineweb`` read; see :mod:`.dtwords`).
+
 Specification: shared/reference/rpv2-signals.md (RPv2 ``app/src/core``).
 Not computed here: ``rps_doc_ut1_blacklist`` unless a UT1 mapping is passed,
 the fastText ``rps_doc_ml_*`` scores, the DSIR ``*_importance`` weights and the
@@ -14,12 +19,15 @@ the fastText ``rps_doc_ml_*`` scores, the DSIR ``*_importance`` weights and the
 """
 
 from .compute import compute_signals, rpv2_normalize
+from .dtwords import datatrove_word_stats, datatrove_words
 from .names import DOC_SIGNALS, LINE_SIGNALS, UT1_SIGNAL, signals_schema
 from .wordlists import ldnoobw_words, stop_words
 
 __all__ = [
     "compute_signals",
     "rpv2_normalize",
+    "datatrove_word_stats",
+    "datatrove_words",
     "signals_schema",
     "DOC_SIGNALS",
     "LINE_SIGNALS",

@@ -15,7 +15,7 @@ import numpy as np
 from curate.signals.compute import rpv2_normalize
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def load_distributions(target: str, reference: str) -> np.ndarray:
     p, q = np.load(target), np.load(reference)
     if p.shape != q.shape:

@@ -15,7 +15,7 @@ capitals or precomposed accents never match. We keep that behaviour.
 
 from __future__ import annotations
 
-from functools import lru_cache
+from functools import cache
 from importlib import resources
 
 LDNOOBW_LANGUAGES = ("en", "fr", "it", "es", "de")
@@ -26,7 +26,7 @@ def _read_lines(name: str) -> list[str]:
     return text.splitlines()
 
 
-@lru_cache(maxsize=None)
+@cache
 def stop_words(language: str = "en") -> frozenset[str]:
     """RPv2's stop-word set for ``language`` (only English is shipped)."""
     if language != "en":
@@ -34,7 +34,7 @@ def stop_words(language: str = "en") -> frozenset[str]:
     return frozenset(w for w in _read_lines("stopwords_en.txt") if w)
 
 
-@lru_cache(maxsize=None)
+@cache
 def ldnoobw_words(language: str = "en") -> frozenset[str]:
     """The LDNOOBW entries for ``language``, loaded like RPv2 (``line.strip()``).
 

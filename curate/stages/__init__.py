@@ -1,27 +1,22 @@
-"""Stages by name: the `use:` of a stage in a pipeline file (default: the stage's own name)."""
+"""The stages, registered by name (`@stage("name")`): the `use:` of a step in a pipeline file.
 
-from curate.stages.dedup import DedupStage
-from curate.stages.exact_dedup import ExactDedupStage
-from curate.stages.filter import FilterStage
-from curate.stages.ingest import IngestStage
-from curate.stages.manifest import ManifestStage
-from curate.stages.mix import MixStage
-from curate.stages.pack import PackStage
-from curate.stages.tokenize import TokenizeStage
-from curate.stages.minhash import MinhashStage
-from curate.stages.signals import SignalsStage
+Importing this package imports every stage module so that each registers itself in `STAGES`.
+"""
 
-STAGES = {
-    "ingest": IngestStage,
-    "filter": FilterStage,
-    "signals": SignalsStage,
-    "minhash": MinhashStage,
-    "dedup": DedupStage,
-    "exact_dedup": ExactDedupStage,
-    "mix": MixStage,
-    "tokenize": TokenizeStage,
-    "pack": PackStage,
-    "manifest": ManifestStage,
-}
+from curate.stages import (  # noqa: F401  (imported for their registration)
+    classify,
+    dedup,
+    dual_use,
+    exact_dedup,
+    filter,
+    ingest,
+    manifest,
+    minhash,
+    mix,
+    pack,
+    signals,
+    tokenize,
+)
+from curate.stages.registry import STAGES, stage
 
-__all__ = ["STAGES"]
+__all__ = ["STAGES", "stage"]

@@ -1,27 +1,30 @@
 """The exact_dedup stage: identical normalised texts, one kept per group by source priority, then input order.
 
-A cheap pass before MinHash: each document's text is normalised (`lowercase`, whitespace collapsed,
-trimmed, as configured) and hashed to 64 bits (xxh3); equal hashes are grouped by hash partition with
-the same distributed machinery as the dedup stage (each group is one band bucket). The ledger reason is
-`exact_duplicate_of:<source>`. Policy `cross_source` acts only on groups that span sources.
+A cheap pass before MinHash: phase `hash` normalises each live document's text (`lowercase`, whitespace
+collapsed, trimmed, as configured) and hashes it to 64 bits (xxh3); equal hashes are grouped with the
+same graph phases as the dedup stage (`curate.stages.clustering`; each group is one band bucket). The
+ledger reason is `exact_duplicate_of:<source>`. Policy `cross_source` acts only on groups that span sources.
 """
 
 from __future__ import annotations
 
-import time
+from functools import partial
 
 import numpy as np
+import pyarrow as pa
 import pyarrow.compute as pc
 import xxhash
 
 from curate.config.schema import Field
 from curate.dedup import nodes
-from curate.dedup.layout import shard_tag, write_columns
+from curate.dedup.graph import GraphDir
+from curate.dedup.layout import PartitionedSink, partitions_for, shard_tag
 from curate.dedup.policy import POLICIES
-from curate.dedup.shuffle import partition_of, split
-from curate.runner.tasks import Task
-from curate.stages.dedup import DedupStage
-from curate.stages.minhash import DOCS_PER_PARTITION, MAX_PARTITIONS
+from curate.io import fs
+from curate.stages.clustering import Clustering, ClusterStage, cluster
+from curate.stages.phase import Phase
+from curate.stages.registry import stage
+from curate.stages.shard import ShardRef
 
 U64 = np.uint64
 
@@ -39,7 +42,8 @@ def text_hashes(texts) -> np.ndarray:
     return np.fromiter((h(t.encode("utf-8")) for t in texts.to_pylist()), dtype=U64, count=len(texts))
 
 
-class ExactDedupStage(DedupStage):
+@stage("exact_dedup")
+class ExactDedupStage(ClusterStage):
     REASON = "exact_duplicate_of"
     OPTIONS = {
         "policy": Field((str,), default="all", choices=list(POLICIES)),
@@ -49,39 +53,24 @@ class ExactDedupStage(DedupStage):
         "max_rounds": Field((int,), default=100, min=1),
     }
 
-    def _bands(self, tasks: list[Task], runner) -> tuple[str, int]:
-        docs = sum(m["kept"] for m in self.run.markers(self.previous[-1]))
-        self.partitions = self.options["partitions"] or min(MAX_PARTITIONS, max(1, -(-docs // DOCS_PER_PARTITION)))
-        hashing = [Task(self.name, t.source, t.shard, t.where, payload=("hash", None)) for t in tasks]
-        runner.run(self, f"{self.name}: hash", hashing,
-                   lambda t: self.run.path("_state", self.name, "_phases", "hash", t.source, f"{t.shard}.json"))
-        return self.run.path(self.name, "keys"), self.partitions
+    def execute(self, tasks, run_phase) -> None:
+        docs_step = self.previous[-1] if self.previous else self.upstream["docs"]
+        partitions = self.options["partitions"] or partitions_for(sum(m["kept"] for m in self.run.markers(docs_step)))
+        keys = self.run.work(self.name, "keys")
+        run_phase(Phase("hash", tasks, partial(self.hash_shard, keys, partitions, self.shard_numbers())))
+        cluster(Clustering(self.name, GraphDir(self.graph_root(), partitions), keys, self.options["policy"], False,
+                           self.options["max_rounds"]), self.run, self.jobs(tasks), run_phase)
+        super().execute(tasks, run_phase)
 
-    def _live_count(self, task: Task) -> int:
-        return self.run.read_json(self.run.path("_state", self.name, "_phases", "hash", task.source, f"{task.shard}.json"))["in"]
-
-    def run_task(self, task: Task) -> dict:
-        if task.payload is not None and task.payload[0] == "hash":
-            return self._hash(task)
-        return super().run_task(task)
-
-    def _hash(self, task: Task) -> dict:
-        started = time.monotonic()
-        priority, index = self.numbers[(task.source, task.shard)]
-        keys, node_parts, n_in = [], [], 0
-        for table in self.live_batches(task, columns=["id", "text"], with_rows=True):
-            n_in += table.num_rows
-            texts = normalise(table.column("text").combine_chunks(), self.options["lowercase"], self.options["whitespace"])
-            keys.append(text_hashes(texts))
-            node_parts.append(nodes.pack(priority, index, table.column("_row").to_numpy()))
-        key = np.concatenate(keys) if keys else np.empty(0, U64)
-        node = np.concatenate(node_parts) if node_parts else np.empty(0, U64)
-        hi = np.full(len(node), U64(priority) << U64(32), U64)
-        band = np.zeros(len(node), np.uint16)
-        tag = shard_tag(priority, index)
-        parts = self.partitions
-        for p, part in split(partition_of(key, parts), parts, band=band, key=key, node=node, hi=hi):
-            write_columns(self.run.path(self.name, "keys", f"p={p:05d}", f"{tag}.parquet"), **part)
-        result = {"source": task.source, "shard": task.shard, "in": n_in, "seconds": round(time.monotonic() - started, 4)}
-        self.run.write_json(self.run.path("_state", self.name, "_phases", "hash", task.source, f"{task.shard}.json"), result)
-        return result
+    def hash_shard(self, keys: str, partitions: int, numbers: dict, shard: ShardRef) -> dict:
+        """Normalised-text hashes of the shard's live documents, by hash partition, as band rows of one band."""
+        priority, index = numbers[(shard.source, shard.shard)]
+        tag, n_in = shard_tag(priority, index), 0
+        with PartitionedSink(lambda p: fs.join(keys, f"p={p:05d}", f"{tag}.parquet"), partitions, "key") as sink:
+            for table in self.live_batches(shard, ["id", "text"]):
+                n_in += table.num_rows
+                texts = normalise(table.column("text").combine_chunks(), self.options["lowercase"], self.options["whitespace"])
+                node = nodes.pack(priority, index, table.column("_row").to_numpy())
+                sink.write(pa.table({"band": np.zeros(len(node), np.uint16), "key": text_hashes(texts), "node": node,
+                                     "hi": np.full(len(node), U64(priority) << U64(32), U64)}))
+        return {"in": n_in}

@@ -1,15 +1,17 @@
 """The filter stage: named recipes and inline SQL predicates, evaluated with DuckDB per shard.
 
-Each shard's live documents are joined by `id` with the shard's signals (when a signals stage ran), so a
-predicate can use document columns (`int_score`, `text`) and signals (`rps_doc_word_count`) alike. A
-document is kept only when every rule is TRUE; a removed document's ledger reason is the first rule it
-failed: `<recipe>.<rule>`, or `where:<predicate>` for an inline one. Rules are SQL over stored
-columns, so changing a threshold re-runs this stage alone: no signal is recomputed.
+Each batch of live documents is joined by `id` with the shard's signals and model scores (when a
+signals or classify step ran before), so a predicate can use document columns (`int_score`, `text`),
+signals (`rps_doc_word_count`) and scores alike. The side tables are read once per shard, with pyarrow
+through curate's own filesystem (a run in object storage included), and only the columns the rules name.
+A document is kept only when every rule is TRUE; a removed document's ledger reason is the first rule it
+failed: `<recipe>.<rule>`, or `where:<predicate>` for an inline one. Rules are SQL over stored columns,
+so changing a threshold re-runs this stage alone.
 """
 
 from __future__ import annotations
 
-import time
+import re
 
 import duckdb
 import pyarrow as pa
@@ -19,29 +21,17 @@ from curate.config.schema import Field
 from curate.errors import ConfigError
 from curate.io import fs
 from curate.recipes import Rule, load_recipe
-from curate.runner.tasks import Task
-from curate.stages.base import ShardStage
+from curate.sql import connect, reason_sql
+from curate.stages.registry import stage
+from curate.stages.shard import Output, ShardRef, ShardStage, removals
 
 ALL = "all"
 
 
-def _connect() -> duckdb.DuckDBPyConnection:
-    con = duckdb.connect()
-    con.execute("SET threads = 1")  # one task per core: Ray already runs tasks in parallel
-    return con
-
-
-def _quote(text: str) -> str:
-    return "'" + text.replace("'", "''") + "'"
-
-
-def reason_sql(rules: list[Rule]) -> str:
-    """A CASE expression naming the first failed rule (NULL when all pass)."""
-    whens = " ".join(f"WHEN NOT coalesce(({r.predicate}), false) THEN {_quote(r.name)}" for r in rules)
-    return f"CASE {whens} END"
-
-
+@stage("filter")
 class FilterStage(ShardStage):
+    USES = ("signals", "scores")
+    REMOVES = True
     OPTIONS = {
         "recipes": Field((dict,), default=dict, item=Field((list,), item=Field((str,))),
                          doc="source name (or 'all') -> recipe names from filters/"),
@@ -59,7 +49,7 @@ class FilterStage(ShardStage):
                 load_recipe(name, file, f"{key}.recipes.{source}[{i}]")
         for source, predicate in options["where"].items():
             try:
-                duckdb.sql(f"EXPLAIN SELECT * FROM (SELECT 1 AS _x) WHERE ({predicate})")
+                connect().sql(f"EXPLAIN SELECT * FROM (SELECT 1 AS _x) WHERE ({predicate})")
             except duckdb.ParserException as exc:
                 raise ConfigError(file, f"{key}.where.{source}", f"invalid SQL predicate: {str(exc).splitlines()[0]}") from None
             except duckdb.Error:
@@ -78,23 +68,23 @@ class FilterStage(ShardStage):
     def fingerprint_extra(self, tasks):
         return {s: [(r.name, r.predicate) for r in self.rules(s)] for s in self.pipeline.sources}
 
-    def _signals_path(self, source: str, shard: str) -> str | None:
-        path = self.run.path("signals", source, f"{shard}.parquet")
-        return path if fs.exists(path) else None
+    def setup(self) -> None:
+        self.rules_of = {source: self.rules(source) for source in self.pipeline.sources}
 
-    def plan(self) -> list[Task]:
-        tasks = super().plan()
+    def execute(self, tasks, run_phase) -> None:
         self._check_columns(tasks)
-        return tasks
+        super().execute(tasks, run_phase)
 
-    def _check_columns(self, tasks: list[Task]) -> None:
+    def _check_columns(self, tasks) -> None:
         """Bind every rule against its source's columns before any task runs: a typo fails in one line."""
         for source in self.pipeline.sources:
             rules = self.rules(source)
-            first = next((t for t in tasks if t.source == source), None)
+            first = next((t.payload for t in tasks if t.source == source), None)
             if not rules or first is None:
                 continue
-            con = self._bind(first, limit=0)
+            with fs.open_input(self.run.docs(first.source, first.shard)) as handle:
+                docs = pq.read_schema(handle).empty_table()
+            con = self._bind(docs, self._side_tables(first, rules, schema_only=True))
             for rule in rules:
                 try:
                     con.execute(f"SELECT {reason_sql([rule])} FROM docs").fetchall()
@@ -103,35 +93,46 @@ class FilterStage(ShardStage):
                     raise ConfigError(self.pipeline.file, f"stages.{self.name} rule {rule.name} for {source}",
                                       f"{str(exc).splitlines()[0]} (columns: {', '.join(columns)})") from None
 
-    def _bind(self, task: Task, limit: int | None = None, table: pa.Table | None = None) -> duckdb.DuckDBPyConnection:
-        """A connection whose view `docs` is the live documents joined with their signals."""
-        con = _connect()
-        if table is None:
-            with fs.open_input(self.run.docs(task.source, task.shard)) as handle:
-                table = pq.read_schema(handle).empty_table()
+    def _side_tables(self, shard: ShardRef, rules: list[Rule], schema_only: bool = False) -> dict[str, pa.Table]:
+        """The shard's signals and scores, read once per shard with pyarrow through curate's filesystem (local
+        or object storage, the run's own credentials), only `id` and the columns the rules name."""
+        text = " ".join(r.predicate for r in rules).lower()
+        out = {}
+        for side in ("signals", "scores"):
+            path = self.run.table(side, shard.source, shard.shard) if side in self.upstream else None
+            if not path or not fs.exists(path):
+                continue
+            with fs.open_input(path) as handle:
+                schema = pq.read_schema(handle)
+                named = ["id"] + [c for c in schema.names if c != "id" and re.search(rf"(?<!\w){re.escape(c.lower())}(?!\w)", text)]
+                out[side] = schema.empty_table().select(named) if schema_only else pq.read_table(handle, columns=named)
+        return out
+
+    @staticmethod
+    def _bind(table: pa.Table, sides: dict[str, pa.Table]) -> duckdb.DuckDBPyConnection:
+        """A connection whose view `docs` is `table` joined by id with the side tables."""
+        con = connect()
         con.register("live", table)
-        signals = self._signals_path(task.source, task.shard)
-        if signals:
-            con.execute(f"CREATE VIEW sig AS SELECT * FROM read_parquet({_quote(signals)})")
-            con.execute("CREATE VIEW docs AS SELECT * FROM live LEFT JOIN sig USING (id)")
-        else:
-            con.execute("CREATE VIEW docs AS SELECT * FROM live")
+        view = "SELECT * FROM live"
+        for side, rows in sides.items():
+            con.register(side, rows)
+            if rows.num_columns > 1:
+                view += f" LEFT JOIN {side} USING (id)"
+        con.execute(f"CREATE VIEW docs AS {view}")
         return con
 
-    def run_task(self, task: Task) -> dict:
-        started = time.monotonic()
-        rules = self.rules(task.source)
-        n_in, ids, reasons = 0, [], []
-        for table in self.live_batches(task):
-            n_in += table.num_rows
-            if not rules or not table.num_rows:
-                continue
-            con = self._bind(task, table=table)
-            # OFFSET 0 keeps DuckDB from pushing the filter into the CASE (which would evaluate every rule)
-            removed = con.sql(f"SELECT id, reason FROM (SELECT id, {reason_sql(rules)} AS reason FROM docs OFFSET 0) "
-                              "WHERE reason IS NOT NULL ORDER BY id").to_arrow_table()
-            ids.extend(removed.column("id").chunks)
-            reasons.extend(removed.column("reason").cast(pa.string()).chunks)
-            con.close()
-        counts = self.write_ledger(task, ids, reasons)
-        return self.finish_task(task, started, n_in, counts)
+    def process_shard(self, batches, shard: ShardRef):
+        rules = self.rules_of[shard.source]
+        sides = self._side_tables(shard, rules) if rules else {}
+        for batch in batches:
+            yield self._removed(batch, rules, sides)
+
+    def _removed(self, batch: pa.Table, rules: list[Rule], sides: dict[str, pa.Table]) -> Output | None:
+        if not rules or not batch.num_rows:
+            return None
+        con = self._bind(batch, sides)
+        # OFFSET 0 keeps DuckDB from pushing the filter into the CASE (which would evaluate every rule)
+        removed = con.sql(f"SELECT id, reason FROM (SELECT id, {reason_sql(rules)} AS reason FROM docs OFFSET 0) "
+                          "WHERE reason IS NOT NULL ORDER BY id").to_arrow_table()
+        con.close()
+        return Output(removed=removals(removed.column("id"), removed.column("reason").cast(pa.string()).combine_chunks()))

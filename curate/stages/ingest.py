@@ -1,14 +1,21 @@
 """The ingest stage: read each source in its native format into `RUN/docs/<source>/<shard>.parquet`.
 
 Planning expands every glob (sorted, so shard names are stable), and splits large Parquet files by
-row-group ranges. Every input record is accounted for: written as a document, or recorded in the
-ledger as `bad_record:<why>`. A shard with more bad records than `max_bad_fraction` fails the run.
+row-group ranges. Phase `read` reads each file (every input record becomes a document or a ledger row
+`bad_record:<why>`; a shard with more bad records than `max_bad_fraction` fails the run) and hands its
+ids to hash partitions; phase `ids` finds ids that an earlier file (or task) of the same source already
+has; the accounting phase drops those later copies into the ledger as `bad_record:duplicate_id`, so an
+id means one document, and gives an empty shard its source's columns. Then the stage publishes the list
+of docs shards, which every later shard stage plans from.
 """
 
 from __future__ import annotations
 
-import time
+from functools import partial
 
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from curate.errors import BadShardError, ConfigError
@@ -16,25 +23,51 @@ from curate.io import fs
 from curate.io.parquet import ParquetSink, write_table
 from curate.readers import FORMATS
 from curate.readers.base import BadRecords, ReadTask
+from curate.readers.duplicates import apply_duplicates, content_hash, id_partitions, later_copies_in, partitioned, take_columns
 from curate.readers.jsonl import output_schema, read_jsonl
 from curate.readers.parquet import plan_row_groups, read_parquet
 from curate.readers.rpv2 import read_rpv2
-from curate.runner.tasks import Task
+from curate.readers.split import split_jsonl
+from curate.rundir import IngestRecord, ledger_table, write_ledger
+from curate.rundir.layout import ACCOUNTING
 from curate.stages.base import Stage
+from curate.stages.phase import Phase, Task
+from curate.stages.registry import stage
 
 
+@stage("ingest")
 class IngestStage(Stage):
-    OPTIONS = {}
+    PRODUCES = ("docs",)
 
-    def plan(self) -> list[Task]:
+    def plan(self) -> list[Task[ReadTask]]:
         tasks = []
         for source in self.pipeline.sources.values():
             fmt = FORMATS[source.format]
-            files = self._files(source)
-            for index, f in enumerate(files):
-                for part, read_task in enumerate(self._split(source, fmt, f, index)):
-                    tasks.append(Task(self.name, source.name, read_task.shard, f"{f.path}", payload=read_task))
+            for index, f in enumerate(self._files(source)):
+                for rt in self._split(source, fmt, f, index):
+                    tasks.append(Task(f"{source.name}/{rt.shard}", f.path, rt, source.name, rt.shard))
         return tasks
+
+    def execute(self, tasks: list[Task[ReadTask]], run_phase) -> None:
+        partitions = id_partitions(sum(t.payload.size for t in tasks))
+        reads = run_phase(Phase("read", tasks, partial(self.read, partitions, {t.key: i for i, t in enumerate(tasks)})))
+        inputs = [(t.source, t.shard, t.payload.relative) for t in tasks]
+        checks = [Task(f"{s}/p{p:05d}", f"the ids of source '{s}' (partition {p})", (s, p))
+                  for s in self.pipeline.sources for p in range(partitions)]
+        run_phase(Phase("ids", checks, partial(self.find_duplicates, inputs)))
+        by_key = {t.key: r for t, r in zip(tasks, reads)}
+        run_phase(Phase(ACCOUNTING, tasks, partial(self.settle, by_key, self.reference_shards(tasks, reads)), accounts=True))
+        self.run.publish(self.name, IngestRecord([{"source": t.source, "shard": t.shard, "input": t.payload.relative}
+                                                  for t in tasks]))
+
+    @staticmethod
+    def reference_shards(tasks, reads) -> dict:
+        """Per source, a shard with documents: an empty shard of that source takes its columns."""
+        out = {}
+        for t, r in zip(tasks, reads):
+            if r["docs"] and t.source not in out:
+                out[t.source] = t.shard
+        return out
 
     def _files(self, source) -> list[fs.InputFile]:
         seen, files = set(), []
@@ -52,38 +85,43 @@ class IngestStage(Stage):
         return files
 
     def _split(self, source, fmt, f: fs.InputFile, index: int) -> list[ReadTask]:
-        base = ReadTask(source.name, f.path, f.relative, f"{index:06d}-0000", f.size)
-        if fmt.kind != "parquet":
+        version = content_hash(f.path, source.storage_options) if self.pipeline.execution["fingerprint"] == "content" \
+            and not f.unreadable else f.version
+        base = ReadTask(source.name, f.path, f.relative, f"{index:06d}-0000", f.size, unreadable=f.unreadable, version=version)
+        target = self.pipeline.execution["task_size_mb"] << 20
+        if f.unreadable or fmt.kind == "rpv2":  # never open a dangling link or a FIFO: it is a ledger row
             return [base]
+        if fmt.kind == "jsonl":
+            return [base] if f.size * 16 <= target else split_jsonl(base, source.storage_options, target)  # text: < 16x
         try:
             with fs.open_input(f.path, source.storage_options, block_size=1 << 20) as handle:
                 metadata = pq.ParquetFile(handle).metadata
         except Exception as exc:  # a corrupt file is a bad record, found when its task runs
             return [ReadTask(**{**base.__dict__, "unreadable": f"{type(exc).__name__}: {exc}"})]
-        target = self.pipeline.execution["task_size_mb"] << 20
         ranges = plan_row_groups(metadata, target)
-        return [ReadTask(source.name, f.path, f.relative, f"{index:06d}-{part:04d}", f.size, groups, first)
+        return [ReadTask(source.name, f.path, f.relative, f"{index:06d}-{part:04d}", f.size, groups, first, version=version)
                 for part, (groups, first) in enumerate(ranges)]
 
-    def fingerprint_extra(self, tasks: list[Task]):
+    def fingerprint_extra(self, tasks: list[Task[ReadTask]]):
+        """Sources, batch size, and every input's path, size and version (modification time, ETag, or its
+        content hash with `execution.fingerprint: content`): a file edited in place is read again."""
         return {"sources": {n: s.__dict__ for n, s in self.pipeline.sources.items()},
                 "batch_rows": self.pipeline.execution["batch_rows"],
-                "inputs": [(t.payload.path, t.payload.size, t.shard) for t in tasks]}
+                "inputs": [(t.payload.path, t.payload.size, t.payload.version, t.shard) for t in tasks]}
 
     def owned_paths(self) -> list[str]:
         return [self.run.path("docs"), *super().owned_paths()]
 
-    def run_task(self, task: Task) -> dict:
-        started = time.monotonic()
-        rt: ReadTask = task.payload
+    def read(self, partitions: int, order: dict, rt: ReadTask) -> dict:
+        """Read one file (or row-group range) into its docs shard; bad records go to the ledger, ids to
+        their hash partitions."""
         source = self.pipeline.sources[rt.source]
         fmt = FORMATS[source.format].with_fields(source.fields)
         bad = BadRecords(rt.source, rt.relative)
         stats: dict = {}
         batch_rows = self.pipeline.execution["batch_rows"]
-        docs_path = self.run.docs(rt.source, rt.shard)
         schema = output_schema(fmt) if fmt.kind != "parquet" else None
-        with ParquetSink(docs_path, schema) as sink:
+        with ParquetSink(self.run.docs(rt.source, rt.shard), schema) as sink:
             if rt.unreadable:
                 bad.add(f"{rt.id_prefix}/unreadable", "unreadable_file", "file", rt.unreadable)
                 stats["records"] = 1
@@ -97,15 +135,50 @@ class IngestStage(Stage):
                         batches = read_jsonl(rt, fmt, handle, batch_rows, bad, stats)
                     for table in batches:
                         sink.write(table)
-            self._check_bad_fraction(task, stats.get("records", 0), bad)
-        write_table(self.run.ledger(self.name, rt.source, rt.shard), bad.table(self.name))
-        return self.finish_task(task, started, stats.get("records", 0), bad.counts(), input=rt.relative)
+            self._check_bad_fraction(rt, stats.get("records", 0), bad)
+        counts = write_ledger(self.run.ledger(self.name, rt.source, rt.shard),
+                              ledger_table(rt.source, self.name, bad.ids, bad.reasons, bad.details))
+        docs = self.run.docs(rt.source, rt.shard)
+        with fs.open_input(docs) as handle:
+            ids = pq.read_table(handle, columns=["id"]).column("id") if sink.rows else pa.array([], pa.string())
+        for p, table in partitioned(ids, order[f"{rt.source}/{rt.shard}"], partitions):
+            write_table(self.run.work(self.name, "ids", f"p={p:05d}", rt.source, f"{rt.shard}.parquet"), table, "lz4")
+        records = stats.get("records", 0)
+        return {"in": records, "docs": sink.rows, "removed": dict(sorted(counts.items())), "input": rt.relative}
 
-    def _check_bad_fraction(self, task: Task, records: int, bad: BadRecords) -> None:
+    def find_duplicates(self, inputs: list, job: tuple[str, int]) -> dict:
+        """One hash partition of a source's ids: later copies of an id, by the docs shard that holds them."""
+        source, p = job
+        found = later_copies_in(fs.glob(self.run.work(self.name, "ids", f"p={p:05d}", source, "*.parquet")))
+        for order in np.unique(found.column("order").to_numpy()) if found.num_rows else []:
+            _, shard, _ = inputs[int(order)]
+            mine = found.filter(pc.equal(found.column("order"), int(order)))
+            first = [inputs[int(o)][2] for o in mine.column("first_order").to_pylist()]
+            write_table(self.run.work(self.name, "duplicates", source, shard, f"p={p:05d}.parquet"),
+                        mine.append_column("first_input", pa.array(first, pa.string())), "lz4")
+        return {"in": 0, "duplicates": found.num_rows}
+
+    def settle(self, reads: dict, reference: dict, rt: ReadTask) -> dict:
+        """The shard's accounting: its read counts, less the later copies of ids found in other shards; an
+        empty shard (a bad or empty file) gets its source's columns, so SQL over the source binds."""
+        r = reads[f"{rt.source}/{rt.shard}"]
+        removed, docs = dict(r["removed"]), r["docs"]
+        parts = fs.glob(self.run.work(self.name, "duplicates", rt.source, rt.shard, "*.parquet"))
+        if parts:
+            n = apply_duplicates(parts, self.run.docs(rt.source, rt.shard), self.run.ledger(self.name, rt.source, rt.shard),
+                                 docs, rt.source, self.name, rt.relative)
+            removed["bad_record:duplicate_id"] = removed.get("bad_record:duplicate_id", 0) + n
+            docs -= n
+        elif not docs and rt.source in reference:
+            take_columns(self.run.docs(rt.source, rt.shard), self.run.docs(rt.source, reference[rt.source]))
+        return {"source": rt.source, "shard": rt.shard, "in": r["in"], "kept": docs, "removed": dict(sorted(removed.items())),
+                "input": rt.relative}
+
+    def _check_bad_fraction(self, rt: ReadTask, records: int, bad: BadRecords) -> None:
         limit = self.pipeline.execution["max_bad_fraction"]
         if records and len(bad) / records > limit:
             kinds = ", ".join(f"{k.removeprefix('bad_record:')} x{v}" for k, v in sorted(bad.counts().items()))
-            raise BadShardError(self.name, task.where,
+            raise BadShardError(self.name, rt.path,
                                 f"{len(bad)} of {records} records are bad ({len(bad) / records:.0%} > max_bad_fraction "
                                 f"{limit:.0%}): {kinds}; first: {bad.details[0]}. Fix the input, or raise "
                                 f"execution.max_bad_fraction to accept it")

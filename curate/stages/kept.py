@@ -2,29 +2,24 @@
 
 from __future__ import annotations
 
-import time
-
+import pyarrow as pa
 import pyarrow.parquet as pq
 
 from curate.io import fs
 from curate.io.parquet import ParquetSink
-from curate.runner.tasks import Task
-from curate.stages.base import ShardStage
+from curate.stages.shard import Output, ShardRef, ShardStage
 
 
 class KeptStage(ShardStage):
-    OPTIONS = {}
+    """Added by the runner after the last step (before a final one such as `manifest`); not a `use:`."""
 
     def owned_paths(self) -> list[str]:
-        return [self.run.path("kept"), self.run.path("_state", self.name)]
+        return [self.run.path("kept"), self.run.state(self.name)]
 
-    def run_task(self, task: Task) -> dict:
-        started = time.monotonic()
-        n = 0
-        with fs.open_input(self.run.docs(task.source, task.shard)) as handle:
+    def sink(self, shard: ShardRef) -> ParquetSink:
+        with fs.open_input(self.run.docs(shard.source, shard.shard)) as handle:
             schema = pq.read_schema(handle)
-        with ParquetSink(self.run.kept(task.source, task.shard), schema) as sink:
-            for table in self.live_batches(task):
-                sink.write(table)
-                n += table.num_rows
-        return self.finish_task(task, started, n, {})
+        return ParquetSink(self.run.kept(shard.source, shard.shard), schema)
+
+    def process(self, batch: pa.Table, shard: ShardRef) -> Output:
+        return Output(rows=batch)

@@ -1,14 +1,15 @@
 """The minhash stage: signatures and LSH band keys per docs shard, written by hash partition of key.
 
-Output: `RUN/<stage>/bands/p=<partition>/<shard>.parquet` rows (band, key, node, hi) for the dedup
-stage, where `node` says which document (see `curate.dedup.nodes`) and `hi` ranks it within a
-cluster (source priority, then `tie_break`). Before running it prints the S-curve of its bands x rows.
+Output: `RUN/_work/<stage>/bands/p=<partition>/<shard tag>.parquet` rows (band, key, node, hi) for a dedup
+step, where `node` says which document (see `curate.dedup.nodes`) and `hi` ranks it within a
+cluster (source priority, then `tie_break`). It publishes where the band keys are, how many partitions
+and how documents were shingled. Before running it prints the S-curve of its bands x rows.
 """
 
 from __future__ import annotations
 
 import logging
-import time
+from dataclasses import asdict
 
 import numpy as np
 import pyarrow as pa
@@ -17,18 +18,16 @@ import pyarrow.compute as pc
 from curate.config.schema import Field
 from curate.dedup import nodes
 from curate.dedup.bands import choose_bands, format_s_curve
-from curate.dedup.layout import shard_numbers, shard_tag, write_columns
+from curate.dedup.layout import PartitionedSink, partitions_for, shard_numbers, shard_tag
 from curate.dedup.presets import PRESETS, get_preset
-from curate.dedup.shuffle import partition_of, split
 from curate.dedup.signatures import MinHasher, MinHashSpec
 from curate.errors import ConfigError
-from curate.runner.tasks import Task
-from curate.stages.base import ShardStage
+from curate.rundir import IngestRecord, MinhashRecord
+from curate.stages.registry import stage
+from curate.stages.shard import Output, ShardRef, ShardStage
 
 log = logging.getLogger("curate")
 U64 = np.uint64
-DOCS_PER_PARTITION = 250_000
-MAX_PARTITIONS = 4096
 
 
 def rank_key(values: pa.Array) -> np.ndarray:
@@ -39,7 +38,10 @@ def rank_key(values: pa.Array) -> np.ndarray:
     return (np.uint32(0xFFFFFFFF) - ascending).astype(np.uint64)
 
 
+@stage("minhash")
 class MinhashStage(ShardStage):
+    PRODUCES = ("minhash",)
+    ROW_NUMBERS = True
     OPTIONS = {
         "preset": Field((str,), default="zyda2", choices=sorted(PRESETS)),
         "unit": Field((str,), default=None, nullable=True, choices=["char", "word"]),
@@ -84,53 +86,43 @@ class MinhashStage(ShardStage):
         return spec
 
     def owned_paths(self) -> list[str]:
-        return [self.run.path(self.name), *super().owned_paths()]
+        return [self.run.work(self.name), *super().owned_paths()]
 
-    def bands_root(self) -> str:
-        return self.run.path(self.name, "bands")
+    def columns(self) -> list[str]:
+        tie = self.options["tie_break"]
+        return ["id", "text"] + ([tie] if tie not in ("first", "longer", "id") else [])
 
-    def partition_count(self) -> int:
-        """The configured partitions, or one per DOCS_PER_PARTITION documents entering this stage."""
-        if self.options["partitions"]:
-            return self.options["partitions"]
-        docs = sum(m["kept"] for m in self.run.markers(self.previous[-1])) if self.previous else 0
-        return min(MAX_PARTITIONS, max(1, -(-docs // DOCS_PER_PARTITION)))
-
-    def execute(self, tasks: list[Task], runner) -> None:
+    def execute(self, tasks, run_phase) -> None:
         spec = self.spec_of(self.options)
         log.info("%s: %s shingles (n=%d), %d permutations, %d bands x %d rows\n%s", self.name, spec.shingling.unit,
                  spec.shingling.n, spec.num_perm, spec.bands, spec.rows, format_s_curve(spec.bands, spec.rows, num_perm=spec.num_perm))
-        self.numbers = shard_numbers(tasks, self.pipeline.priority)
-        self.partitions = self.partition_count()
-        super().execute(tasks, runner)
+        docs_step = self.previous[-1] if self.previous else self.upstream["docs"]
+        partitions = self.options["partitions"] or partitions_for(sum(m["kept"] for m in self.run.markers(docs_step)))
+        self.run.publish(self.name, MinhashRecord(self.run.work(self.name, "bands"), partitions,
+                                                  asdict(spec.shingling), self.options["tie_break"]))
+        super().execute(tasks, run_phase)
 
-    def run_task(self, task: Task) -> dict:
-        started = time.monotonic()
-        spec = self.spec_of(self.options)
-        hasher = MinHasher(spec, threads=self.options["threads"])
-        priority, index = self.numbers[(task.source, task.shard)]
-        tie = self.options["tie_break"]
-        columns = ["id", "text"] + ([tie] if tie not in ("first", "longer", "id") else [])
-        n_in, parts = 0, []
-        for table in self.live_batches(task, columns=columns, with_rows=True):
-            n_in += table.num_rows
-            if not table.num_rows:
-                continue
-            texts = table.column("text").combine_chunks()
-            signatures = hasher(texts)
-            keys = hasher.band_keys(signatures)[signatures.valid]
-            node = nodes.pack(priority, index, table.column("_row").to_numpy()[signatures.valid])
-            hi = (U64(priority) << U64(32)) | self._tie_rank(table, texts)[signatures.valid]
-            b = keys.shape[1]
-            parts.append((np.tile(np.arange(b, dtype=np.uint16), len(node)), keys.reshape(-1),
-                          np.repeat(node, b), np.repeat(hi, b)))
-        band, key, node, hi = (np.concatenate(c) if parts else np.empty(0, t) for c, t in
-                               zip(zip(*parts) if parts else [[], [], [], []], (np.uint16, U64, U64, U64)))
-        tag = shard_tag(priority, index)
-        for p, part in split(partition_of(key, self.partitions), self.partitions,
-                             band=band, key=key, node=node, hi=hi):
-            write_columns(self.run.path(self.name, "bands", f"p={p:05d}", f"{tag}.parquet"), **part)
-        return self.finish_task(task, started, n_in, {})
+    def setup(self) -> None:
+        self.hasher = MinHasher(self.spec_of(self.options), threads=self.options["threads"])
+        self.partitions = self.run.record(self.name, MinhashRecord).partitions
+        self.numbers = shard_numbers(self.run.record(self.upstream["docs"], IngestRecord).pairs(), self.pipeline.priority)
+
+    def sink(self, shard: ShardRef) -> PartitionedSink:
+        tag = shard_tag(*self.numbers[(shard.source, shard.shard)])
+        return PartitionedSink(lambda p: self.run.work(self.name, "bands", f"p={p:05d}", f"{tag}.parquet"), self.partitions, "key")
+
+    def process(self, table: pa.Table, shard: ShardRef) -> Output | None:
+        if not table.num_rows:
+            return None
+        priority, index = self.numbers[(shard.source, shard.shard)]
+        texts = table.column("text").combine_chunks()
+        signatures = self.hasher(texts)
+        keys = self.hasher.band_keys(signatures)[signatures.valid]
+        node = nodes.pack(priority, index, table.column("_row").to_numpy()[signatures.valid])
+        hi = (U64(priority) << U64(32)) | self._tie_rank(table, texts)[signatures.valid]
+        b = keys.shape[1]
+        return Output(rows=pa.table({"band": np.tile(np.arange(b, dtype=np.uint16), len(node)), "key": keys.reshape(-1),
+                                     "node": np.repeat(node, b), "hi": np.repeat(hi, b)}))
 
     def _tie_rank(self, table: pa.Table, texts: pa.Array) -> np.ndarray:
         tie = self.options["tie_break"]

@@ -1,179 +1,149 @@
 """The mix stage: how many tokens of each source go into the mixture, and which documents carry them.
 
-Token counts are estimated per shard from its characters and a tokenized sample (the plan is printed
-before the heavy work). Modes: `weights` (token shares, as Zyda-2 states them: dclm 4.0, fwe 4.0,
-zyda 0.16, dolma_cc 0.24), `tokens` (targets), `epochs` (per source). With weights and no
-`total_tokens`, the total is the largest mixture that repeats no source. Each document gets
-`floor(epochs) + [u < frac(epochs)]` copies with `u` a hash of (seed, source, id): deterministic, whole
-documents only. Documents with no copy go to the ledger as `mix:downsampled`.
+Phase `measure` estimates each shard's tokens from its characters and a tokenized sample; the plan
+(`curate.tokens.mixture`: epochs and effective tokens per source) is printed with its warnings and
+published before any heavy work, or, if it cannot be met (a share of a source with no tokens, a source
+repeated past `allow_epochs`), the run stops there, before anything is tokenized. The accounting phase
+then records the documents that get no copy as `mix:downsampled`; the tokenize step gives the others
+their copies from the same plan.
 """
 
 from __future__ import annotations
 
-import hashlib
+import functools
 import logging
-import math
-import time
 
-import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from curate.config.schema import Field
 from curate.errors import ConfigError, CurateError
-from curate.runner.tasks import Task
-from curate.stages.base import ShardStage
+from curate.rundir import MixRecord
+from curate.stages.phase import Phase
+from curate.stages.registry import stage
+from curate.stages.shard import Output, ShardRef, ShardStage, removals
+from curate.tokens.mixture import ALLOW_EPOCHS, copies, plan_mixture, render_plan, uniform
+
+__all__ = ["MixStage", "copies", "plan_mixture", "uniform"]
 
 log = logging.getLogger("curate")
 SAMPLE_DOCS = 256
 
 
-def uniform(seed: int, source: str, ids: list[str]) -> np.ndarray:
-    """A stable number in [0, 1) per document id."""
-    prefix = f"{seed}\x00{source}\x00".encode()
-    return np.array([int.from_bytes(hashlib.blake2b(prefix + i.encode(), digest_size=8).digest(), "little") / 2**64
-                     for i in ids])
+@functools.cache
+def cached_tokenizer(spec: str):
+    """One tokenizer per worker process and spec (measuring a shard needs only a sample of it)."""
+    from curate.tokens.tokenizer import load_tokenizer
+
+    return load_tokenizer(spec, num_threads=1)
 
 
-def copies(epochs: float, u: np.ndarray) -> np.ndarray:
-    whole = math.floor(epochs)
-    return whole + (u < epochs - whole).astype(np.int64)
-
-
-def plan_mixture(mode: str, values: dict, available: dict, total: float | None) -> dict:
-    """Per source: available and chosen tokens, epochs (and weight/share in weights mode)."""
-    plan = {}
-    if mode == "weights":
-        weights = {s: values.get(s, 0.0) for s in available}
-        norm = sum(weights.values())
-        if norm <= 0:
-            raise CurateError("mix: the weights sum to 0")
-        shares = {s: w / norm for s, w in weights.items()}
-        if total is None:
-            total = min(available[s] / shares[s] for s in available if shares[s] > 0 and available[s] > 0)
-        for s in available:
-            chosen = total * shares[s]
-            plan[s] = {"weight": weights[s], "share": shares[s], "available_tokens": available[s], "chosen_tokens": chosen,
-                       "epochs": chosen / available[s] if available[s] else 0.0}
-    elif mode == "tokens":
-        for s in available:
-            chosen = float(values.get(s, available[s]))
-            plan[s] = {"weight": None, "available_tokens": available[s], "chosen_tokens": chosen,
-                       "epochs": chosen / available[s] if available[s] else 0.0}
-    else:  # epochs (or none: every source once)
-        for s in available:
-            e = float(values.get(s, 1.0))
-            plan[s] = {"weight": None, "available_tokens": available[s], "chosen_tokens": e * available[s], "epochs": e}
-    return {"mode": mode, "total_tokens": total, "sources": plan}
-
-
-def render_plan(plan: dict) -> str:
-    lines = [f"mixture plan ({plan['mode']}):", f"  {'source':10} {'available':>14} {'share':>7} {'chosen':>14} {'epochs':>7}"]
-    for s, p in plan["sources"].items():
-        share = f"{p['share']:.1%}" if p.get("share") is not None else "-"
-        lines.append(f"  {s:10} {p['available_tokens']:14,.0f} {share:>7} {p['chosen_tokens']:14,.0f} {p['epochs']:7.3f}")
-    return "\n".join(lines)
-
-
+@stage("mix")
 class MixStage(ShardStage):
+    PRODUCES = ("mix",)
+    REMOVES = True
+    COLUMNS = ["id"]
     OPTIONS = {
-        "weights": Field((dict,), default=None, nullable=True, item=Field((float,), min=0.0), doc="token-wise weights per source"),
-        "tokens": Field((dict,), default=None, nullable=True, item=Field((float,), min=0.0), doc="target tokens per source"),
-        "epochs": Field((dict,), default=None, nullable=True, item=Field((float,), min=0.0), doc="epochs per source"),
-        "total_tokens": Field((float,), default=None, nullable=True, min=1.0, doc="with weights: the mixture's size"),
+        "weights": Field((dict,), default=None, nullable=True, item=Field((float,), min=0.0),
+                         doc="token-wise weights per source (every source; 0 leaves one out)"),
+        "tokens": Field((dict,), default=None, nullable=True, item=Field((float,), min=0.0), doc="target tokens per source (every source)"),
+        "epochs": Field((dict,), default=None, nullable=True, item=Field((float,), min=0.0), doc="epochs per source (default 1)"),
+        "maximize": Field((str,), default=None, nullable=True, choices=["effective_tokens"],
+                          doc="choose the tokens per source that give the most effective tokens for total_tokens"),
+        "total_tokens": Field((float,), default=None, nullable=True, min=1.0, doc="with weights or maximize: the mixture's size"),
+        "max_epochs": Field((float, dict), default=None, nullable=True, min=0.0, item=Field((float,), min=0.0),
+                            doc="with maximize: the most epochs of every source (a number) or of each (a mapping); default allow_epochs"),
+        "quality": Field((dict,), default=None, nullable=True, item=Field((float,), min=0.0),
+                         doc="with maximize: what a fresh token of each source is worth (every source; default 1 each)"),
+        "allow_epochs": Field((float,), default=ALLOW_EPOCHS, min=1.0,
+                              doc="the most epochs of any source accepted without an error (more than 4 is a warning)"),
         "seed": Field((int,), default=0),
     }
+    MODES = ("weights", "tokens", "epochs", "maximize")
 
     @classmethod
     def validate_options(cls, options, sources, file, key):
-        given = [m for m in ("weights", "tokens", "epochs") if options[m] is not None]
+        """One line for each way a mix can be wrong before any data is read (the rest is checked on the plan)."""
+        given = [m for m in cls.MODES if options[m] is not None]
         if len(given) > 1:
-            raise ConfigError(file, key, f"give one of weights, tokens, epochs (got {', '.join(given)})")
-        for mode in given:
-            for s in options[mode]:
+            raise ConfigError(file, key, f"give one of weights, tokens, epochs, maximize (got {', '.join(given)})")
+        mode = given[0] if given else "epochs"
+        for name in ("weights", "tokens", "epochs", "quality", "max_epochs"):
+            for s in options[name] if isinstance(options[name], dict) else ():
                 if s not in sources:
-                    raise ConfigError(file, f"{key}.{mode}.{s}", f"not a source; sources are {', '.join(sources)}")
-        if options["total_tokens"] is not None and given != ["weights"]:
-            raise ConfigError(file, f"{key}.total_tokens", "only goes with weights")
+                    raise ConfigError(file, f"{key}.{name}.{s}", f"not a source; sources are {', '.join(sources)}")
+        for name, what in (("weights", "weight"), ("tokens", "token target"), ("quality", "quality"), ("max_epochs", "cap")):
+            if isinstance(options[name], dict) and (missing := [s for s in sources if s not in options[name]]):
+                fix = (f"every source needs one ({missing[0]}: 0 leaves it out of the mixture)" if name != "max_epochs"
+                       else "name every source, or give one number for all")
+                raise ConfigError(file, f"{key}.{name}", f"no {what} for {', '.join(missing)}; {fix}")
+        for name in ("weights", "quality"):
+            if options[name] is not None and not any(v > 0 for v in options[name].values()):
+                raise ConfigError(file, f"{key}.{name}", f"every {name[:-1] if name == 'weights' else name} is 0: nothing would be mixed")
+        if options["total_tokens"] is not None and mode not in ("weights", "maximize"):
+            raise ConfigError(file, f"{key}.total_tokens", "only goes with weights or maximize")
+        if mode == "maximize" and options["total_tokens"] is None:
+            raise ConfigError(file, f"{key}.total_tokens", "missing; maximize: effective_tokens needs the mixture's size in tokens")
+        for name in ("max_epochs", "quality"):
+            if options[name] is not None and mode != "maximize":
+                raise ConfigError(file, f"{key}.{name}", "only goes with maximize: effective_tokens")
+        allow, cap = options["allow_epochs"], options["max_epochs"]
+        limits = {f"{key}.epochs.{s}": e for s, e in (options["epochs"] or {}).items()}
+        limits.update({f"{key}.max_epochs.{s}": e for s, e in cap.items()} if isinstance(cap, dict)
+                      else {f"{key}.max_epochs": cap} if cap is not None else {})
+        for where, e in limits.items():
+            if e > allow:
+                raise ConfigError(file, where, f"{e:g} epochs is more than allow_epochs {allow:g} (past about 16 epochs repeated "
+                                               f"tokens add almost nothing); to allow it, set allow_epochs: {e:g}")
 
     @property
     def mode(self) -> str:
-        return next((m for m in ("weights", "tokens", "epochs") if self.options[m] is not None), "epochs")
+        return next((m for m in self.MODES if self.options[m] is not None), "epochs")
 
     def tokenizer_spec(self) -> str:
+        """The pipeline's tokenize step's tokenizer (read from the configuration), else gpt2."""
         later = [s for s in self.pipeline.stages if s.kind == "tokenize"]
         return later[0].options["tokenizer"] if later else "gpt2"
 
-    def plan_path(self) -> str:
-        return self.run.path(self.name, "plan.json")
-
-    def owned_paths(self) -> list[str]:
-        return [self.run.path(self.name), *super().owned_paths()]
-
-    def execute(self, tasks: list[Task], runner) -> None:
-        measure = [Task(self.name, t.source, t.shard, t.where, payload="measure") for t in tasks]
-        marker = lambda t: self.run.path("_state", self.name, "_measure", t.source, f"{t.shard}.json")
-        runner.run(self, f"{self.name}: measure", measure, marker)
-        stats = [self.run.read_json(marker(t)) for t in measure]
+    def execute(self, tasks, run_phase) -> None:
+        stats = run_phase(Phase("measure", tasks, functools.partial(self.measure, self.tokenizer_spec())))
         available = {}
-        for source in self.pipeline.priority:
+        for source in self.pipeline.priority:  # a source without shards has no tokens: a share of it cannot be met
             mine = [m for m in stats if m["source"] == source]
-            if not mine:
-                continue
             chars = sum(m["chars"] for m in mine)
             sample_chars = sum(m["sample_chars"] for m in mine)
             ratio = sum(m["sample_tokens"] for m in mine) / sample_chars if sample_chars else 0.0
             available[source] = chars * ratio
-        plan = plan_mixture(self.mode, self.options[self.mode] or {}, available, self.options["total_tokens"])
+        mode = self.mode
+        values = self.options["quality"] if mode == "maximize" else self.options[mode]
+        plan = plan_mixture(mode, values or {}, available, self.options["total_tokens"], allow_epochs=self.options["allow_epochs"],
+                            max_epochs=self.options["max_epochs"], step=self.name, check=False)
         plan["seed"] = self.options["seed"]
         plan["tokenizer"] = self.tokenizer_spec()
         log.info("%s", render_plan(plan))
-        self.run.write_json(self.plan_path(), plan)
-        super().execute(tasks, runner)
+        for warning in plan["warnings"]:
+            log.warning("curate: warning: %s", warning)
+        if errors := plan.pop("errors"):
+            raise CurateError(errors[0])  # the first; fixing it changes the plan
+        self.run.publish(self.name, MixRecord(plan))
+        super().execute(tasks, run_phase)
 
-    def run_task(self, task: Task) -> dict:
-        if task.payload == "measure":
-            return self._measure(task)
-        started = time.monotonic()
-        plan = self.run.read_json(self.plan_path())
-        epochs = plan["sources"][task.source]["epochs"]
-        n_in, ids, reasons = 0, [], []
-        for table in self.live_batches(task, columns=["id"]):
-            n_in += table.num_rows
-            n = copies(epochs, uniform(plan["seed"], task.source, table.column("id").to_pylist()))
-            dropped = table.column("id").filter(pa.array(n == 0))
-            ids.extend(dropped.chunks)
-            reasons.append(pa.array(["mix:downsampled"] * len(dropped), pa.string()))
-        counts = self.write_ledger(task, ids, reasons)
-        return self.finish_task(task, started, n_in, counts)
-
-    def _measure(self, task: Task) -> dict:
-        from curate.tokens.tokenizer import load_tokenizer
-
-        tokenizer = _cached_tokenizer(self.tokenizer_spec())
+    def measure(self, spec: str, shard: ShardRef) -> dict:
+        """Characters of the shard's live documents, and tokens per character on a sample of them."""
         docs = chars = sample_chars = sample_tokens = 0
-        for table in self.live_batches(task, columns=["id", "text"]):
+        for table in self.live_batches(shard, ["id", "text"]):
             text = table.column("text")
             docs += table.num_rows
             chars += pc.sum(pc.utf8_length(text)).as_py() or 0
             if sample_chars == 0 and table.num_rows:
                 sample = text.slice(0, SAMPLE_DOCS).combine_chunks()
-                encoded = tokenizer.encode_batch(sample)
-                sample_tokens = int(encoded.num_tokens) + len(sample)  # + one EOS per document
+                sample_tokens = int(cached_tokenizer(spec).encode_batch(sample).num_tokens) + len(sample)  # + one EOS each
                 sample_chars = pc.sum(pc.utf8_length(sample)).as_py() or 0
-        result = {"source": task.source, "shard": task.shard, "in": docs, "docs": docs, "chars": chars,
-                  "sample_chars": sample_chars, "sample_tokens": sample_tokens}
-        self.run.write_json(self.run.path("_state", self.name, "_measure", task.source, f"{task.shard}.json"), result)
-        return result
+        return {"in": docs, "docs": docs, "chars": chars, "sample_chars": sample_chars, "sample_tokens": sample_tokens}
 
+    def setup(self) -> None:
+        self.plan = self.run.record(self.name, MixRecord).plan
 
-_TOKENIZERS: dict = {}
-
-
-def _cached_tokenizer(spec: str):
-    """One tokenizer per worker process and spec."""
-    from curate.tokens.tokenizer import load_tokenizer
-
-    if spec not in _TOKENIZERS:
-        _TOKENIZERS[spec] = load_tokenizer(spec, num_threads=1)
-    return _TOKENIZERS[spec]
+    def process(self, table: pa.Table, shard: ShardRef) -> Output:
+        n = copies(self.plan["sources"][shard.source]["epochs"], uniform(self.plan["seed"], shard.source, table.column("id").to_pylist()))
+        return Output(removed=removals(table.column("id").filter(pa.array(n == 0)), "mix:downsampled"))

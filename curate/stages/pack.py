@@ -1,43 +1,40 @@
 """The pack stage: fixed-length training sequences in the trainer's format, one prefix per source.
 
-Per docs shard: expand each document to its mixture copies, pack with `best_fit` (split documents
-longer than `seq_len`, then best-fit-decreasing; document boundaries kept) or `concat`, shuffle the
-sequences deterministically, and write a Megatron `.bin/.idx` shard (and datatrove `.ds` when asked).
-Then one task per source concatenates its shards, in shard order, into `RUN/tokens/<source>.bin/.idx`
-(and `.ds`): memory per task is one shard.
+Per docs shard (`curate.tokens.shard.pack_shard`): expand each document to its mixture copies, pack
+with `best_fit` (split documents longer than `seq_len`, then best-fit-decreasing; document boundaries
+kept), `concat`, or `none`, shuffle the sequences deterministically, and write a Megatron `.bin/.idx`
+shard (and datatrove `.ds` when asked). Then phase `merge` concatenates each source's shards, in
+shard order, into `RUN/tokens/<source>.bin/.idx` (and `.ds`): memory per task is one shard. It
+publishes what it wrote per source for the manifest.
 """
 
 from __future__ import annotations
 
-import time
 import zlib
+from functools import partial
 
 import numpy as np
 import pyarrow.parquet as pq
 
 from curate.config.schema import Field
 from curate.io import fs
-from curate.runner.tasks import Task
-from curate.stages.base import ShardStage
-from curate.tokens.batch import Tokens
+from curate.rundir import PackRecord, TokenizerRecord
+from curate.rundir.layout import ACCOUNTING
+from curate.stages.base import Stage
+from curate.stages.phase import Phase, Task
+from curate.stages.registry import stage
+from curate.stages.shard import ShardRef, shard_tasks
 from curate.tokens.megatron import MegatronWriter, read_megatron
-from curate.tokens.pack import pack_documents
+from curate.tokens.shard import METHODS, expand_copies, from_arrow, pack_shard
 
 
-def expand_copies(tokens: Tokens, copies: np.ndarray) -> Tokens:
-    """Repeat whole documents: document i appears copies[i] times (0 drops it)."""
-    order = np.repeat(np.arange(len(copies)), copies)
-    lengths = tokens.lengths[order]
-    offsets = np.zeros(len(order) + 1, np.int64)
-    np.cumsum(lengths, out=offsets[1:])
-    gather = np.repeat(tokens.offsets[:-1][order] - offsets[:-1], lengths) + np.arange(int(offsets[-1]), dtype=np.int64)
-    return Tokens(tokens.ids[gather], offsets)
-
-
-class PackStage(ShardStage):
+@stage("pack")
+class PackStage(Stage):
+    NEEDS = ("docs", "tokens")
+    PRODUCES = ("packed",)
     OPTIONS = {
         "seq_len": Field((int,), default=2049, min=2, doc="tokens per training sequence (2049 = 2048 + 1 shifted label)"),
-        "method": Field((str,), default="best_fit", choices=["best_fit", "concat"]),
+        "method": Field((str,), default="best_fit", choices=list(METHODS)),
         "seed": Field((int,), default=0, doc="deterministic shuffle of sequences"),
         "formats": Field((list,), default=lambda: ["megatron"], item=Field((str,), choices=["megatron", "datatrove"])),
     }
@@ -45,75 +42,59 @@ class PackStage(ShardStage):
     def owned_paths(self) -> list[str]:
         return [self.run.path("tokens", "_shards"), self.run.path("tokens", "_merged"), *super().owned_paths()]
 
-    def _tokenize_stage(self):
-        names = [s for s in self.previous if self.pipeline.stage(s).kind == "tokenize"]
-        if not names:
-            from curate.errors import CurateError
+    def plan(self) -> list[Task[ShardRef]]:
+        return shard_tasks(self.run, self.upstream["docs"])
 
-            raise CurateError(f"stage '{self.name}' needs a tokenize stage before it")
-        from curate.stages.tokenize import TokenizeStage
+    @property
+    def formats(self) -> list[str]:
+        """Megatron's files are always written (the merge reads them); datatrove's when asked."""
+        return ["megatron", *[f for f in self.options["formats"] if f != "megatron"]]
 
-        cfg = self.pipeline.stage(names[-1])
-        return TokenizeStage(cfg.name, cfg.options, self.pipeline, self.run, [])
+    def execute(self, tasks: list[Task[ShardRef]], run_phase) -> None:
+        tok = self.run.record(self.upstream["tokens"], TokenizerRecord)
+        packed = run_phase(Phase(ACCOUNTING, tasks, partial(self.pack, tok), accounts=True))
+        sources = [s for s in self.pipeline.priority if any(t.source == s for t in tasks)]
+        merge = [Task(s, f"source '{s}'", s) for s in sources]
+        run_phase(Phase("merge", merge, partial(self.merge, tok, [(t.source, t.shard) for t in tasks])))
+        outputs = {}
+        for source in sources:
+            mine = [m for m in packed if m["source"] == source]
+            outputs[source] = {"prefix": f"tokens/{source}", "files": self.run.token_files(source, self.formats),
+                               **{k: sum(m[k] for m in mine) for k in ("in", "tokens", "sequences", "docs_split")}}
+            outputs[source]["documents"] = outputs[source].pop("in")
+        self.run.publish(self.name, PackRecord(self.options["seq_len"], self.options["method"], self.formats, outputs))
 
-    def shard_prefix(self, source: str, shard: str) -> str:
-        return self.run.path("tokens", "_shards", source, shard)
-
-    def source_prefix(self, source: str) -> str:
-        return self.run.path("tokens", source)
-
-    def execute(self, tasks: list[Task], runner) -> None:
-        super().execute(tasks, runner)
-        merge = [Task(self.name, s, "merge", f"source '{s}'", payload="merge") for s in self.pipeline.priority
-                 if any(t.source == s for t in tasks)]
-        runner.run(self, f"{self.name}: merge", merge, lambda t: self.run.path("_state", self.name, "_merge", t.source, "merge.json"))
-
-    def run_task(self, task: Task) -> dict:
-        if task.payload == "merge":
-            return self._merge(task)
-        started = time.monotonic()
-        tok = self._tokenize_stage().tokenizer
-        with fs.open_input(self.run.path("tokens", "docs", task.source, f"{task.shard}.parquet")) as handle:
+    def pack(self, tok: TokenizerRecord, shard: ShardRef) -> dict:
+        with fs.open_input(self.run.token_docs(shard.source, shard.shard)) as handle:
             table = pq.read_table(handle)
-        lists = table.column("tokens").combine_chunks()
-        tokens = Tokens(lists.values.to_numpy().astype(np.uint32, copy=False), lists.offsets.to_numpy().astype(np.int64))
-        tokens = expand_copies(tokens, table.column("copies").to_numpy().astype(np.int64))
-        seed = (self.options["seed"] << 32) ^ zlib.crc32(f"{task.source}/{task.shard}".encode())
-        packed, stats = pack_documents(tokens, self.options["seq_len"], eos_id=None, method=self.options["method"], seed=seed)
-        prefix = self.shard_prefix(task.source, task.shard)
-        with MegatronWriter(prefix, vocab_size=tok.vocab_size) as writer:
-            writer.add_packed(packed, layout="chunks")
-        if "datatrove" in self.options["formats"]:
-            from curate.tokens.datatrove_ds import DsWriter
+        tokens = expand_copies(from_arrow(table.column("tokens")), table.column("copies").to_numpy().astype(np.int64))
+        seed = (self.options["seed"] << 32) ^ zlib.crc32(f"{shard.source}/{shard.shard}".encode())
+        stats = pack_shard(tokens, self.run.token_shard(shard.source, shard.shard), vocab_size=tok.vocab_size,
+                           seq_len=self.options["seq_len"], method=self.options["method"], seed=seed,
+                           formats=self.formats,
+                           tokenizer_name=tok.name, pad_id=tok.eos_id if tok.eos_id is not None else 0)
+        return {"source": shard.source, "shard": shard.shard, "in": table.num_rows, "kept": table.num_rows, "removed": {},
+                "tokens": int(stats["tokens"]), "sequences": int(stats["sequences"]), "docs_split": int(stats["docs_split"]),
+                "chunks": int(stats["chunks"]), "seq_len": self.options["seq_len"]}
 
-            with DsWriter(prefix + ".ds", vocab_size=tok.vocab_size, tokenizer_name=tok.name, save_loss=True) as ds:
-                ds.add_packed(packed, pad_id=tok.eos_id if tok.eos_id is not None else 0)
-        return self.finish_task(task, started, table.num_rows, {}, tokens=int(stats.tokens), sequences=int(stats.sequences),
-                                docs_split=int(stats.docs_split), chunks=int(stats.chunks), seq_len=self.options["seq_len"])
-
-    def _merge(self, task: Task) -> dict:
+    def merge(self, tok: TokenizerRecord, shards: list[tuple[str, str]], source: str) -> dict:
         """Concatenate a source's shards (sequences, documents and, for .ds, tokens and loss) in shard order."""
-        started = time.monotonic()
-        tok = self._tokenize_stage().tokenizer
-        shards = [m["shard"] for m in self.run.markers(self.name) if m["source"] == task.source]
-        with MegatronWriter(self.source_prefix(task.source), vocab_size=tok.vocab_size) as writer:
-            for shard in shards:
-                index = read_megatron(self.shard_prefix(task.source, shard))
-                doc_sizes = np.diff(index.document_indices)
-                writer.add(index.tokens, index.lengths, doc_sizes)
+        mine = [shard for s, shard in shards if s == source]
+        with MegatronWriter(self.run.token_prefix(source), vocab_size=tok.vocab_size) as writer:
+            for shard in mine:
+                index = read_megatron(self.run.token_shard(source, shard))
+                writer.add(index.tokens, index.lengths, np.diff(index.document_indices))
         if "datatrove" in self.options["formats"]:
-            self._merge_ds(task.source, shards, tok)
-        result = {"source": task.source, "in": 0, "shards": len(shards), "seconds": round(time.monotonic() - started, 4)}
-        self.run.write_json(self.run.path("_state", self.name, "_merge", task.source, "merge.json"), result)
-        return result
+            self._merge_ds(source, mine, tok)
+        return {"in": 0, "shards": len(mine)}
 
-    def _merge_ds(self, source: str, shards: list[str], tok) -> None:
+    def _merge_ds(self, source: str, shards: list[str], tok: TokenizerRecord) -> None:
         from curate.tokens.datatrove_ds import DsWriter
 
-        with DsWriter(self.source_prefix(source) + ".ds", vocab_size=tok.vocab_size, tokenizer_name=tok.name, save_loss=True) as ds:
+        with DsWriter(self.run.token_prefix(source) + ".ds", vocab_size=tok.vocab_size, tokenizer_name=tok.name, save_loss=True) as ds:
             for shard in shards:
-                base = self.shard_prefix(source, shard) + ".ds"
+                base = self.run.token_shard(source, shard) + ".ds"
                 ids = np.frombuffer(fs.read_bytes(base), ds.dtype)
                 ends = np.frombuffer(fs.read_bytes(base + ".index"), np.uint64).astype(np.int64)
-                loss = np.frombuffer(fs.read_bytes(base + ".loss"), np.uint8)
+                loss = np.frombuffer(fs.read_bytes(base + ".loss"), np.uint8) if fs.exists(base + ".loss") else np.ones(len(ids), np.uint8)
                 ds.write(ids, np.diff(np.concatenate([[0], ends])), loss)

@@ -8,8 +8,6 @@ can be changed and re-run without recomputing a signal. RedPajama-V2 inputs keep
 
 from __future__ import annotations
 
-import time
-
 import orjson
 import pyarrow as pa
 
@@ -17,8 +15,8 @@ from curate.config.schema import Field
 from curate.io import fs
 from curate.io.parquet import ParquetSink
 from curate.models.langid import identify
-from curate.runner.tasks import Task
-from curate.stages.base import ShardStage
+from curate.stages.registry import stage
+from curate.stages.shard import Output, ShardRef, ShardStage
 
 
 def shipped_signals(payloads: pa.Array, names: list[str], line_level: set[str]) -> dict[str, pa.Array]:
@@ -54,7 +52,9 @@ def ccnet_columns(table: pa.Table) -> dict:
     return out
 
 
+@stage("signals")
 class SignalsStage(ShardStage):
+    PRODUCES = ("signals",)
     OPTIONS = {
         "langid": Field((bool,), default=True, doc="add lang and lang_score (fastText lid.176)"),
         "use_shipped": Field((bool,), default=True, doc="use RedPajama-V2's shipped quality_signals where present"),
@@ -64,43 +64,59 @@ class SignalsStage(ShardStage):
                            doc="name -> fastText model path: adds rps_doc_ml_<name>_score (palm, wikiref, wikipedia)"),
         "importance": Field((dict,), default=dict, item=Field((list,), item=Field((str,))),
                             doc="name -> [target.npy, cc.npy] bucket distributions: adds rps_doc_<name>_importance"),
+        "datatrove_words": Field((bool,), default=None, nullable=True,
+                                 doc="add dt_words (datatrove's spaCy word counts, for the gopher/fineweb recipes); "
+                                     "default: when a filter step of the pipeline uses them"),
     }
+
+    def dt_words(self) -> bool:
+        """Whether to add `dt_words`: as configured, else when some filter step's rules read it."""
+        if self.options["datatrove_words"] is not None:
+            return self.options["datatrove_words"]
+        from curate.recipes import load_recipe
+
+        for step in self.pipeline.stages:
+            if step.kind == "filter":
+                names = [n for names in step.options["recipes"].values() for n in names]
+                rules = [r for n in names for r in load_recipe(n, self.pipeline.file, f"stages.{step.name}.recipes")]
+                predicates = [r.predicate for r in rules] + list(step.options["where"].values())
+                if any("dt_words" in p for p in predicates):
+                    return True
+        return False
+
+    def fingerprint_extra(self, tasks):
+        return {"dt_words": self.dt_words()}
 
     def owned_paths(self) -> list[str]:
         return [self.run.path("signals"), *super().owned_paths()]
 
-    def run_task(self, task: Task) -> dict:
+    def setup(self) -> None:
+        path = self.options["ut1_domains"]
+        self.ut1 = orjson.loads(fs.read_bytes(path)) if path else None
+        self.with_dt_words = self.dt_words()
+
+    def sink(self, shard: ShardRef) -> ParquetSink:
+        return ParquetSink(self.run.table("signals", shard.source, shard.shard))
+
+    def process(self, table: pa.Table, shard: ShardRef) -> Output:
         from curate.signals import compute_signals
 
-        started = time.monotonic()
-        n_in = 0
-        path = self.run.path("signals", task.source, f"{task.shard}.parquet")
-        with ParquetSink(path) as sink:
-            for table in self.live_batches(task):
-                n_in += table.num_rows
-                urls = table.column("url").combine_chunks() if "url" in table.column_names else None
-                texts = table.column("text").combine_chunks()
-                signals = compute_signals(texts, urls, ut1_domains=self._ut1(), threads=1)
-                if self.options["use_shipped"] and "quality_signals" in table.column_names:
-                    signals = self._prefer_shipped(signals, table.column("quality_signals").combine_chunks())
-                columns = {"id": table.column("id")}
-                columns.update({n: signals.column(n) for n in signals.column_names})
-                columns.update(self._configured(texts))
-                columns.update(ccnet_columns(table))
-                if self.options["langid"]:
-                    columns["lang"], columns["lang_score"] = identify(texts)
-                sink.write(pa.table(columns))
-            if sink.schema is None:
-                sink.schema = pa.schema([("id", pa.string())])
-        return self.finish_task(task, started, n_in, {})
+        urls = table.column("url").combine_chunks() if "url" in table.column_names else None
+        texts = table.column("text").combine_chunks()
+        signals = compute_signals(texts, urls, ut1_domains=self.ut1, threads=1)
+        if self.options["use_shipped"] and "quality_signals" in table.column_names:
+            signals = self._prefer_shipped(signals, table.column("quality_signals").combine_chunks())
+        columns = {"id": table.column("id")}
+        columns.update({n: signals.column(n) for n in signals.column_names})
+        columns.update(self._configured(texts))
+        columns.update(ccnet_columns(table))
+        if self.options["langid"]:
+            columns["lang"], columns["lang_score"] = identify(texts)
+        if self.with_dt_words:
+            from curate.signals import datatrove_word_stats
 
-    def _ut1(self) -> dict | None:
-        path = self.options["ut1_domains"]
-        if not path:
-            return None
-        if getattr(self, "_ut1_map", None) is None:
-            self._ut1_map = orjson.loads(fs.read_bytes(path))
-        return self._ut1_map
+            columns["dt_words"] = datatrove_word_stats(texts)
+        return Output(rows=pa.table(columns))
 
     def _configured(self, texts: pa.Array) -> dict:
         """Signals that need resources the user gives: fastText ml scores, DSIR importance weights."""

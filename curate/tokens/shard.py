@@ -1,83 +1,94 @@
-"""Tokenize, pack and write one output shard: the whole job of one tokenize task.
+"""One docs shard's tokens, made exactly as the tokenize and pack stages make them.
 
-Text is encoded in batches (bounded Python-side memory); packing needs every length of the
-shard, so packed shards hold the shard's ids in memory once, as numpy. `packing="none"` streams
-one Megatron sequence per document, as Megatron's preprocess_data does.
+`encode_documents` is the tokenize stage's work per Arrow batch (ids with EOS/BOS, as an Arrow list
+column); `pack_shard` is the pack stage's work per docs shard (mixture copies, packing, shuffle,
+Megatron `.bin/.idx` and datatrove `.ds`). `write_shard` chains the two for one list of texts, so
+`bench/bench_tokenize.py` times the very calls the pipeline makes.
 """
 
 from __future__ import annotations
 
 import numpy as np
+import pyarrow as pa
 
 from .batch import Tokens
 from .pack import pack_documents
 from .tokenizer import TextTokenizer
 
 FORMATS = ("megatron", "datatrove")
-PACKINGS = ("best_fit", "concat", "none")
+METHODS = ("best_fit", "concat", "none")
 
 
-def _batches(texts, size: int):
-    for i in range(0, len(texts), size):
-        yield texts[i : i + size]
+def encode_documents(tokenizer: TextTokenizer, texts, eos_id: int | None, bos_id: int | None) -> Tokens:
+    """Token ids of each document, wrapped as [bos] ids [eos]."""
+    return tokenizer.encode_batch(texts).with_specials(eos_id=eos_id, bos_id=bos_id)
 
 
-def write_shard(texts, tokenizer: TextTokenizer, prefix: str, *, fmt: str = "megatron",
-                packing: str = "best_fit", seq_len: int = 2049, seed: int | None = 0,
-                append_eos: bool = True, add_bos: bool = False, batch_docs: int = 4096,
-                layout: str = "chunks") -> dict:
-    """Write `texts` (list of str or pyarrow string array) as one shard; returns stats for the ledger.
+def to_arrow(tokens: Tokens) -> pa.LargeListArray:
+    values = pa.array(tokens.ids.astype(np.int32, copy=False))
+    return pa.LargeListArray.from_arrays(pa.array(tokens.offsets.astype(np.int64)), values)
 
+
+def from_arrow(lists: pa.LargeListArray) -> Tokens:
+    lists = lists.combine_chunks() if isinstance(lists, pa.ChunkedArray) else lists
+    return Tokens(lists.values.to_numpy().astype(np.uint32, copy=False), lists.offsets.to_numpy().astype(np.int64))
+
+
+def expand_copies(tokens: Tokens, copies: np.ndarray) -> Tokens:
+    """Repeat whole documents: document i appears copies[i] times (0 drops it)."""
+    order = np.repeat(np.arange(len(copies)), copies)
+    lengths = tokens.lengths[order]
+    offsets = np.zeros(len(order) + 1, np.int64)
+    np.cumsum(lengths, out=offsets[1:])
+    gather = np.repeat(tokens.offsets[:-1][order] - offsets[:-1], lengths) + np.arange(int(offsets[-1]), dtype=np.int64)
+    return Tokens(tokens.ids[gather], offsets)
+
+
+def pack_shard(tokens: Tokens, prefix: str, *, vocab_size: int, seq_len: int, method: str = "best_fit",
+               seed: int | None = 0, formats=("megatron",), tokenizer_name: str = "", pad_id: int = 0,
+               layout: str = "chunks") -> dict:
+    """Pack documents (specials already added) into sequences of at most `seq_len` and write them.
+
+    `method`: best_fit (split documents longer than seq_len, then best-fit-decreasing), concat (cut
+    windows), or none (one sequence per document, as Megatron's preprocess_data writes).
     Files: megatron -> prefix.bin + prefix.idx; datatrove -> prefix.ds (+ .index, .loss, .metadata).
-    seq_len counts every token of a packed sequence (2049 = 2048 inputs + 1 shifted label).
     """
+    from .datatrove_ds import DsWriter
+    from .megatron import MegatronWriter
+
+    if method not in METHODS:
+        raise ValueError(f"packing method must be one of {METHODS}, not {method!r}")
+    if method == "none":
+        stats = {"docs": len(tokens), "sequences": len(tokens), "tokens": tokens.num_tokens, "docs_split": 0, "chunks": len(tokens)}
+        packed = None
+    else:
+        packed, pack_stats = pack_documents(tokens, seq_len, eos_id=None, method=method, seed=seed)
+        stats = pack_stats.as_dict()
+    if "megatron" in formats:
+        with MegatronWriter(prefix, vocab_size=vocab_size) as writer:
+            writer.add_documents(tokens) if packed is None else writer.add_packed(packed, layout=layout)
+            stats["tokens_written"] = writer.num_tokens
+    if "datatrove" in formats:
+        with DsWriter(prefix + ".ds", vocab_size=vocab_size, tokenizer_name=tokenizer_name, save_loss=packed is not None) as ds:
+            ds.write_tokens(tokens) if packed is None else ds.add_packed(packed, pad_id=pad_id)
+            stats["tokens_written"] = ds.num_tokens
+    return stats
+
+
+def write_shard(texts, tokenizer: TextTokenizer, prefix: str, *, fmt: str = "megatron", packing: str = "best_fit",
+                seq_len: int = 2049, seed: int | None = 0, append_eos: bool = True, add_bos: bool = False,
+                batch_docs: int = 4096, layout: str = "chunks") -> dict:
+    """Tokenize `texts` (a list of str or an Arrow string array) in batches and pack them as one shard."""
     if fmt not in FORMATS:
         raise ValueError(f"fmt must be one of {FORMATS}, not {fmt!r}")
-    if packing not in PACKINGS:
-        raise ValueError(f"packing must be one of {PACKINGS}, not {packing!r}")
     eos = tokenizer.eos_id if append_eos else None
     bos = tokenizer.bos_id if add_bos else None
     if append_eos and eos is None:
         raise ValueError(f"tokenizer {tokenizer.name} has no EOS token; pass eos_token= to load_tokenizer")
     if add_bos and bos is None:
         raise ValueError(f"tokenizer {tokenizer.name} has no BOS token")
-    writer = _open(fmt, prefix, tokenizer, save_loss=packing != "none")
-    stats: dict = {"docs": 0, "tokens": 0}
-    with writer:
-        if packing == "none":
-            for batch in _batches(texts, batch_docs):
-                tokens = tokenizer.encode_batch(batch).with_specials(eos_id=eos, bos_id=bos)
-                _write_docs(writer, tokens)
-                stats["docs"] += len(tokens)
-                stats["tokens"] += tokens.num_tokens
-            stats["sequences"] = stats["docs"]
-        else:
-            tokens = Tokens.concat([tokenizer.encode_batch(b) for b in _batches(texts, batch_docs)])
-            packed, pack_stats = pack_documents(tokens, seq_len, eos_id=eos, bos_id=bos, method=packing, seed=seed)
-            if fmt == "megatron":
-                writer.add_packed(packed, layout=layout)
-            else:
-                writer.add_packed(packed, pad_id=eos if eos is not None else 0)
-            stats.update(pack_stats.as_dict())
-        stats["tokens_written"] = writer.num_tokens
-    stats.update(format=fmt, packing=packing, prefix=prefix, tokenizer=tokenizer.identity(),
-                 dtype=str(np.dtype(writer.dtype)))
-    return stats
-
-
-def _open(fmt: str, prefix: str, tokenizer: TextTokenizer, save_loss: bool):
-    if fmt == "megatron":
-        from .megatron import MegatronWriter
-
-        return MegatronWriter(prefix, vocab_size=tokenizer.vocab_size)
-    from .datatrove_ds import DsWriter
-
-    return DsWriter(prefix + ".ds", vocab_size=tokenizer.vocab_size, tokenizer_name=tokenizer.name,
-                    save_loss=save_loss)
-
-
-def _write_docs(writer, tokens: Tokens) -> None:
-    if hasattr(writer, "add_documents"):
-        writer.add_documents(tokens)
-    else:
-        writer.write_tokens(tokens)
+    tokens = Tokens.concat([encode_documents(tokenizer, texts[i:i + batch_docs], eos, bos)
+                            for i in range(0, len(texts), batch_docs)])
+    stats = pack_shard(tokens, prefix, vocab_size=tokenizer.vocab_size, seq_len=seq_len, method=packing, seed=seed,
+                       formats=(fmt,), tokenizer_name=tokenizer.name, pad_id=eos if eos is not None else 0, layout=layout)
+    return {**stats, "format": fmt, "packing": packing, "prefix": prefix, "tokenizer": tokenizer.identity()}

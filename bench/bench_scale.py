@@ -1,0 +1,271 @@
+"""Scale curve: the zyda2 recipe on sample corpora of growing size, per stage time, documents/s and memory.
+
+For each size the sample corpus is made (cached under --corpora; above 20,000 documents it is made in
+parts, see curate/sample/scaled.py), then `curate run pipelines/zyda2.yaml --until STAGE` runs in a
+subprocess on the embedded Ray cluster while this script samples /proc every 0.25s: the driver's RSS
+and the largest RSS of a Ray worker process, attributed to the stage the driver's progress lines name.
+Time per stage is the run's own `wall_seconds` (summary.json); documents/s is the stage's input over it.
+
+`--many-files N [N ...]` measures the driver instead: a source of N tiny JSONL files (N ingest tasks of
+each phase) through the ingest stage, and the driver's peak RSS, which must not grow with N.
+
+    python bench/bench_scale.py --docs 100000 300000 --until pack
+    python bench/bench_scale.py --docs 1000000 --until dedup
+    python bench/bench_scale.py --many-files 1000 10000
+    python bench/bench_scale.py --plot-only          # the table and plot from bench/scale.json
+
+Results accumulate in bench/scale.json (one entry per size and stage list); the plot is bench/scale.png
+(matplotlib, from the `bench` extra).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import re
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+RESULTS = ROOT / "bench" / "scale.json"
+PLOT = ROOT / "bench" / "scale.png"
+STAGE_LINE = re.compile(r"^\[([^\]:]+)")
+
+
+def rss_mb(pid: int) -> float:
+    try:
+        with open(f"/proc/{pid}/status") as handle:
+            for line in handle:
+                if line.startswith("VmRSS:"):
+                    return int(line.split()[1]) / 1024
+    except OSError:
+        pass
+    return 0.0
+
+
+def descendants(root: int) -> list[int]:
+    children: dict[int, list[int]] = {}
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/stat") as handle:
+                    ppid = int(handle.read().rsplit(")", 1)[1].split()[1])
+            except (OSError, IndexError, ValueError):
+                continue
+            children.setdefault(ppid, []).append(int(entry))
+    out, todo = [], [root]
+    while todo:
+        for child in children.get(todo.pop(), []):
+            out.append(child)
+            todo.append(child)
+    return out
+
+
+def is_worker(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as handle:
+            return handle.read().startswith(b"ray::") and pid > 0
+    except OSError:
+        return False
+
+
+class Sampler:
+    """Peak RSS of the driver and of the largest Ray worker, per stage (the stage the driver last named)."""
+
+    def __init__(self, process: subprocess.Popen):
+        self.process, self.stage = process, "start"
+        self.driver: dict[str, float] = {}
+        self.worker: dict[str, float] = {}
+        self.driver_peak = 0.0
+        self.lines: list[str] = []
+        threading.Thread(target=self._read, daemon=True).start()
+        self._thread = threading.Thread(target=self._sample, daemon=True)
+        self._thread.start()
+
+    def _read(self) -> None:
+        for line in self.process.stderr:
+            self.lines.append(line.rstrip("\n"))
+            if match := STAGE_LINE.match(line):
+                self.stage = match.group(1).strip()
+
+    def _sample(self) -> None:
+        while self.process.poll() is None:
+            stage = self.stage
+            driver = rss_mb(self.process.pid)
+            workers = [rss_mb(p) for p in descendants(self.process.pid) if is_worker(p)]
+            self.driver[stage] = max(self.driver.get(stage, 0.0), driver)
+            self.worker[stage] = max(self.worker.get(stage, 0.0), max(workers, default=0.0))
+            self.driver_peak = max(self.driver_peak, driver)
+            time.sleep(0.25)
+
+    def join(self) -> None:
+        self._thread.join()
+
+
+def make_corpus(corpora: Path, docs: int) -> Path:
+    sys.path.insert(0, str(ROOT))
+    from curate.sample import is_complete, make_sample
+
+    path = corpora / f"sample-{docs}"
+    if not is_complete(path):
+        started = time.monotonic()
+        make_sample(path, docs=docs, seed=0)
+        print(f"made the {docs:,}-document corpus in {time.monotonic() - started:.0f}s", flush=True)
+    return path
+
+
+def run_scale(docs: int, until: str, corpora: Path, runs: Path, workers: int | None) -> dict:
+    corpus = make_corpus(corpora, docs)
+    out = runs / f"run-{docs}-{until}"
+    if out.exists():
+        subprocess.run(["rm", "-rf", str(out)], check=True)
+    cmd = [sys.executable, "-m", "curate", "run", str(ROOT / "pipelines" / "zyda2.yaml"), "--output", str(out),
+           "--until", until, *(["--workers", str(workers)] if workers else [])]
+    started = time.monotonic()
+    process = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, cwd=ROOT,
+                               env={**os.environ, "CURATE_SAMPLE": str(corpus), "PYTHONUNBUFFERED": "1"})
+    sampler = Sampler(process)
+    process.wait()
+    sampler.join()
+    total = time.monotonic() - started
+    if process.returncode != 0:
+        raise SystemExit(f"run of {docs:,} documents failed:\n" + "\n".join(sampler.lines[-20:]))
+    rows = json.loads((out / "summary.json").read_text())
+    stages = {}
+    for row in rows:
+        s = stages.setdefault(row["stage"], {"docs": 0, "seconds": row["wall_seconds"], "tasks": 0})
+        s["docs"] += row["in"]
+        s["tasks"] += row["tasks"]
+    for name, s in stages.items():
+        s["docs_per_s"] = round(s["docs"] / s["seconds"], 1) if s["seconds"] else None
+        s["driver_rss_mb"] = round(sampler.driver.get(name, 0.0), 1)
+        s["worker_rss_mb"] = round(sampler.worker.get(name, 0.0), 1)
+    return {"docs": docs, "until": until, "total_seconds": round(total, 1), "driver_peak_mb": round(sampler.driver_peak, 1),
+            "worker_peak_mb": round(max(sampler.worker.values(), default=0.0), 1), "cpus": os.cpu_count(), "stages": stages}
+
+
+def run_many_files(files: int, runs: Path) -> dict:
+    """A source of `files` one-document JSONL files through ingest: the driver's memory against the task count."""
+    data = runs / f"many-{files}"
+    if not (data / "_done").exists():
+        subprocess.run(["rm", "-rf", str(data)], check=True)
+        (data / "in").mkdir(parents=True)
+        for i in range(files):
+            (data / "in" / f"{i:06d}.jsonl").write_text(json.dumps({"id": str(i), "text": f"document number {i} " * 20}) + "\n")
+        (data / "_done").write_text("")
+    pipeline = data / "p.yaml"
+    pipeline.write_text(f"name: many\nsources:\n  s: {{format: jsonl, paths: '{data}/in/*.jsonl'}}\nstages: {{ingest: {{}}}}\n")
+    out = data / "run"
+    subprocess.run(["rm", "-rf", str(out)], check=True)
+    started = time.monotonic()
+    process = subprocess.Popen([sys.executable, "-m", "curate", "run", str(pipeline), "--output", str(out)],
+                               stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, cwd=ROOT)
+    sampler = Sampler(process)
+    process.wait()
+    sampler.join()
+    if process.returncode != 0:
+        raise SystemExit("\n".join(sampler.lines[-20:]))
+    rows = json.loads((out / "summary.json").read_text())
+    return {"files": files, "tasks": sum(r["tasks"] for r in rows), "seconds": round(time.monotonic() - started, 1),
+            "driver_peak_mb": round(sampler.driver_peak, 1)}
+
+
+# ---------------------------------------------------------------- reporting
+
+
+def table(results: list[dict]) -> str:
+    lines = ["| documents | stage | wall s | docs/s | driver peak RSS MB | largest worker RSS MB |",
+             "|---:|---|---:|---:|---:|---:|"]
+    for r in sorted(results, key=lambda r: (r["until"], r["docs"])):
+        for name, s in r["stages"].items():
+            rate = f"{s['docs_per_s']:,.0f}" if s["docs_per_s"] else "-"
+            lines.append(f"| {r['docs']:,} | {name} | {s['seconds']:.1f} | {rate} | {s['driver_rss_mb']:.0f} | {s['worker_rss_mb']:.0f} |")
+        lines.append(f"| {r['docs']:,} | **total** (through {r['until']}) | {r['total_seconds']:.1f} | "
+                     f"{r['docs'] / r['total_seconds']:,.0f} | {r['driver_peak_mb']:.0f} | {r['worker_peak_mb']:.0f} |")
+    return "\n".join(lines)
+
+
+def projection(results: list[dict], target: float = 1e9, hours: float = 24.0) -> str:
+    """Seconds per document from the largest run through each stage list, extrapolated linearly."""
+    out = []
+    for until in sorted({r["until"] for r in results}):
+        largest = max((r for r in results if r["until"] == until), key=lambda r: r["docs"])
+        work = sum(s["seconds"] for s in largest["stages"].values()) * largest["cpus"]  # CPU-seconds on this box
+        per_doc = work / largest["docs"]
+        cpu_hours = per_doc * target / 3600
+        nodes = math.ceil(cpu_hours / hours / 16)
+        out.append(f"through {until}: {per_doc * 1000:.2f} CPU-ms per document (from {largest['docs']:,}) -> "
+                   f"{cpu_hours:,.0f} CPU-hours for {target:,.0f} documents = {nodes:,.0f} nodes of 16 CPUs for {hours:.0f} hours")
+    return "\n".join(out)
+
+
+def plot(results: list[dict], path: Path) -> None:
+    """Wall seconds per stage against documents (log-log), one line per stage, and linear growth for reference."""
+    series: dict[str, list[tuple[int, float]]] = {}
+    for r in results:
+        for name, s in r["stages"].items():
+            if s["seconds"]:
+                series.setdefault(name, []).append((r["docs"], s["seconds"]))
+        series.setdefault("total", []).append((r["docs"], r["total_seconds"]))
+    first = min(series["total"])
+    series["linear (from total)"] = [(x, first[1] * x / first[0]) for x, _ in sorted(series["total"])]
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(8, 5))
+    colours = iter(plt.get_cmap("tab10").colors)
+    for name, points in sorted(series.items()):
+        points.sort()
+        style = {"total": {"color": "black", "linewidth": 2.5},
+                 "linear (from total)": {"color": "black", "linestyle": "--", "marker": ""}}.get(name, {"color": next(colours)})
+        ax.plot([p[0] for p in points], [p[1] for p in points], **{"marker": "o", **style}, label=name)
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlabel("documents")
+    ax.set_ylabel("wall seconds")
+    ax.set_title(f"curate run pipelines/zyda2.yaml, per stage ({results[0]['cpus']} CPUs)")
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--docs", type=int, nargs="*", default=[])
+    parser.add_argument("--until", default="pack")
+    parser.add_argument("--workers", type=int, default=None)
+    parser.add_argument("--corpora", type=Path, default=Path("/tmp/curate-scale"))
+    parser.add_argument("--many-files", type=int, nargs="*", default=[])
+    parser.add_argument("--plot-only", action="store_true")
+    args = parser.parse_args()
+    args.corpora.mkdir(parents=True, exist_ok=True)
+    saved = json.loads(RESULTS.read_text()) if RESULTS.exists() else {"scale": [], "many_files": []}
+    for docs in args.docs:
+        result = run_scale(docs, args.until, args.corpora, args.corpora, args.workers)
+        saved["scale"] = [r for r in saved["scale"] if (r["docs"], r["until"]) != (docs, args.until)] + [result]
+        RESULTS.write_text(json.dumps(saved, indent=1) + "\n")
+        print(f"{docs:,} documents through {args.until}: {result['total_seconds']:.0f}s, driver peak "
+              f"{result['driver_peak_mb']:.0f} MB, largest worker {result['worker_peak_mb']:.0f} MB", flush=True)
+    for files in args.many_files:
+        result = run_many_files(files, args.corpora)
+        saved["many_files"] = [r for r in saved["many_files"] if r["files"] != files] + [result]
+        RESULTS.write_text(json.dumps(saved, indent=1) + "\n")
+        print(f"{files:,} files: {result['tasks']:,} tasks in {result['seconds']:.0f}s, driver peak {result['driver_peak_mb']:.0f} MB",
+              flush=True)
+    if saved["scale"]:
+        plot(saved["scale"], PLOT)
+        print(table(saved["scale"]))
+        print(projection(saved["scale"]))
+        print(f"plot: {PLOT.relative_to(ROOT)}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,64 @@
+"""The chain check: each step's needs come from an earlier step, so a wrong order fails at load, not after hours.
+
+Stage classes declare NEEDS, USES, PRODUCES, REMOVES and FINAL (see `curate.stages.base.Stage`); this
+module reads those declarations from the registry it is given and fills each step's `upstream`.
+"""
+
+from __future__ import annotations
+
+from typing import Mapping
+
+from curate.errors import ConfigError
+
+
+def final_last(steps: list, registry: Mapping[str, type]) -> list:
+    """Steps that describe the finished run (FINAL, e.g. the manifest) move after all others, so a step
+    added with `--set stages.NAME=...` (which appends) still runs before them."""
+    return [s for s in steps if not registry[s.kind].FINAL] + [s for s in steps if registry[s.kind].FINAL]
+
+
+def check_chain(steps: list, registry: Mapping[str, type], file: str) -> None:
+    """Fill `step.upstream` (need -> providing step) for every step; raise ConfigError on the first break."""
+    provided: dict[str, str] = {}
+    for i, step in enumerate(steps):
+        cls, key = registry[step.kind], f"stages.{step.name}"
+        for need in cls.NEEDS:
+            named = step.options.get(need) if isinstance(step.options.get(need), str) else None
+            if named is not None:  # the step names its provider, e.g. dedup's `minhash: minhash_strict`
+                earlier = {s.name: s for s in steps[:i]}
+                if named not in earlier or need not in registry[earlier[named].kind].PRODUCES:
+                    raise ConfigError(file, f"{key}.{need}", f"'{named}' is not an earlier step that provides {need}")
+                step.upstream[need] = named
+            elif need in provided:
+                step.upstream[need] = provided[need]
+            else:
+                raise ConfigError(file, key, _missing(need, step, steps[i + 1:], registry))
+        for use in cls.USES:
+            if use in provided:
+                step.upstream[use] = provided[use]
+        for product in cls.PRODUCES:
+            provided[product] = step.name
+
+
+def _missing(need: str, step, later: list, registry: Mapping[str, type]) -> str:
+    makers = sorted(kind for kind, cls in registry.items() if need in cls.PRODUCES)
+    after = next((s.name for s in later if need in registry[s.kind].PRODUCES), None)
+    if after is not None:
+        return f"needs {need} from step '{after}', which comes after it; move '{after}' before '{step.name}'"
+    which = " or ".join(f"`{m}`" for m in makers) or "a step"
+    return f"needs {need} from an earlier step; add a {which} step before '{step.name}'"
+
+
+def check_removals_before_tokens(steps: list, registry: Mapping[str, type], file: str, until: str | None) -> None:
+    """A step that removes documents after they were tokenized leaves tokens and kept documents disagreeing,
+    unless the run stops at that step (`--until`). Checked before any work starts."""
+    tokenized_by = None
+    for step in steps:
+        cls = registry[step.kind]
+        if cls.REMOVES and tokenized_by is not None and step.name != until:
+            raise ConfigError(file, f"stages.{step.name}", f"removes documents after step '{tokenized_by}' tokenized them, "
+                                                           f"so they would still be packed; put it before '{tokenized_by}'")
+        if step.name == until:
+            return
+        if "tokens" in cls.PRODUCES:
+            tokenized_by = step.name

@@ -1,0 +1,149 @@
+"""Every path of a run directory (a local path or an fsspec URI), spelled out once.
+
+```
+RUN/pipeline.yaml  summary.json  manifest.json  _lock.json (the run writing it now)
+RUN/<table>/<source>/<shard>.parquet      docs, kept, signals, scores, dual_use, quarantine (keyed by id)
+RUN/ledger/<stage>/<source>/<shard>.parquet
+RUN/<stage>/clusters/<source>/...         a dedup step's clusters (id, source, cluster, kept)
+RUN/_work/<stage>/...                     a stage's intermediate files (band keys, graph rounds, scans, scores)
+RUN/tokens/docs/<source>/<shard>.parquet  token ids per document; RUN/tokens/<source>.bin/.idx (.ds)
+RUN/_state/<stage>/stage.json             fingerprint and completion of the stage
+RUN/_state/<stage>/record.json            what the stage publishes for later steps (records.py)
+RUN/_state/<stage>/<phase>/<task>.json    completion marker and counts of one task
+RUN/_state/<stage>/<phase>.key.json       what a keyed phase's results depend on
+```
+The accounting phase of every stage is named `shards`; its task markers carry the per-shard counts.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+
+from curate.io import fs
+
+ACCOUNTING = "shards"
+TABLES = ("docs", "kept", "signals", "scores", "dual_use", "quarantine")
+TOKEN_SUFFIXES = {"megatron": (".bin", ".idx"), "datatrove": (".ds", ".ds.index", ".ds.loss", ".ds.metadata")}
+
+
+@dataclass(frozen=True)
+class RunDir:
+    root: str
+
+    def path(self, *parts: str) -> str:
+        return fs.join(self.root, *parts)
+
+    def relative(self, path: str) -> str:
+        return path[len(self.root.rstrip("/")) + 1:]
+
+    # ---- tables keyed by id, one file per docs shard ---------------------------------------------
+    def table(self, name: str, source: str, shard: str) -> str:
+        return self.path(name, source, f"{shard}.parquet")
+
+    def table_glob(self, name: str, source: str = "*") -> str:
+        return self.path(name, source, "*.parquet")
+
+    def table_sources(self, name: str) -> list[str]:
+        return sorted({p.rstrip("/").rsplit("/", 2)[-2] for p in fs.glob(self.table_glob(name))})
+
+    def docs(self, source: str, shard: str) -> str:
+        return self.table("docs", source, shard)
+
+    def kept(self, source: str, shard: str) -> str:
+        return self.table("kept", source, shard)
+
+    def ledger(self, stage: str, source: str, shard: str) -> str:
+        return self.path("ledger", stage, source, f"{shard}.parquet")
+
+    def ledger_glob(self) -> str:
+        return self.path("ledger", "*", "*", "*.parquet")
+
+    # ---- a stage's own files ---------------------------------------------------------------------
+    def work(self, stage: str, *parts: str) -> str:
+        """A stage's intermediate files (band keys, graph rounds, scans, model scores): `RUN/_work/<stage>/`."""
+        return self.path("_work", stage, *parts)
+
+    def clusters(self, stage: str, source: str, shard: str) -> str:
+        return self.path(stage, "clusters", source, f"{shard}.parquet")
+
+    def clusters_glob(self) -> str:
+        return self.path("*", "clusters", "*", "*.parquet")
+
+    # ---- tokens ----------------------------------------------------------------------------------
+    def token_docs(self, source: str, shard: str) -> str:
+        return self.path("tokens", "docs", source, f"{shard}.parquet")
+
+    def token_shard(self, source: str, shard: str) -> str:
+        """Prefix of one packed docs shard, before the per-source merge."""
+        return self.path("tokens", "_shards", source, shard)
+
+    def token_prefix(self, source: str) -> str:
+        return self.path("tokens", source)
+
+    def token_files(self, source: str, formats: list[str]) -> list[str]:
+        """The merged token files of a source, relative to the run."""
+        return [f"tokens/{source}{suffix}" for fmt in formats for suffix in TOKEN_SUFFIXES[fmt]]
+
+    # ---- whole-run files -------------------------------------------------------------------------
+    @property
+    def pipeline_file(self) -> str:
+        return self.path("pipeline.yaml")
+
+    @property
+    def summary_file(self) -> str:
+        return self.path("summary.json")
+
+    @property
+    def manifest_file(self) -> str:
+        return self.path("manifest.json")
+
+    @property
+    def lock_file(self) -> str:
+        """Who is writing the run now (see lock.py)."""
+        return self.path("_lock.json")
+
+    # ---- state: stage files, task markers, records -----------------------------------------------
+    def state(self, stage: str, *parts: str) -> str:
+        return self.path("_state", stage, *parts)
+
+    def stage_file(self, stage: str) -> str:
+        return self.path("_state", stage, "stage.json")
+
+    def phase_key(self, stage: str, phase: str) -> str:
+        """What a keyed phase's results were computed from (see `Phase.key`)."""
+        return self.path("_state", stage, f"{phase}.key.json")
+
+    def marker(self, stage: str, phase: str, key: str) -> str:
+        return self.path("_state", stage, phase, f"{key}.json")
+
+    def markers(self, stage: str) -> list[dict]:
+        """Counts of every finished shard task of a stage (its accounting phase), in a stable order."""
+        found = [self.read_json(p) for p in fs.glob(self.path("_state", stage, ACCOUNTING, "*", "*.json"))]
+        return sorted((m for m in found if m is not None), key=lambda m: (m["source"], m["shard"]))
+
+    def publish(self, stage: str, record) -> None:
+        self.write_json(self.path("_state", stage, "record.json"), {"kind": type(record).__name__, **record.to_json()})
+
+    def record(self, stage: str, kind: type):
+        """The record `stage` published; a missing one is a bug in the stage order, said plainly."""
+        value = self.read_json(self.path("_state", stage, "record.json"))
+        if value is None or value.pop("kind", None) != kind.__name__:
+            raise FileNotFoundError(f"{self.root}: stage '{stage}' has not published its {kind.__name__} yet")
+        return kind.from_json(value)
+
+    def find_record(self, stage: str, kind: type):
+        """The record `stage` published, or None when it published none of that kind."""
+        try:
+            return self.record(stage, kind)
+        except FileNotFoundError:
+            return None
+
+    def read_json(self, path: str):
+        try:
+            return json.loads(fs.read_bytes(path))
+        except FileNotFoundError:
+            return None
+
+    def write_json(self, path: str, value) -> None:
+        fs.write_bytes(path, json.dumps(value, indent=1, sort_keys=True).encode())

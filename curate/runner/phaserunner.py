@@ -1,0 +1,72 @@
+"""Runs the phases of stages: skips finished tasks, starts the executor lazily, reports progress and wall time."""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import time
+
+from curate.io import fs
+from curate.rundir import RunDir
+from curate.runner.executor import Placement, Work, make_executor
+from curate.runner.progress import Progress
+from curate.stages.phase import Phase
+
+log = logging.getLogger("curate")
+
+
+class PhaseRunner:
+    """One per run. `for_stage(name)` gives a stage the `run_phase(phase)` it executes its phases with."""
+
+    def __init__(self, run: RunDir, progress: Progress, inline: bool, address: str | None, workers: int | None,
+                 retries: int, task_memory_mb: int | None, placement: Placement | None = None):
+        self.rundir, self.progress = run, progress
+        self._executor_args = (inline, address, workers, retries, task_memory_mb, placement)
+        self.executor = None  # started on the first task to run: a finished run resumes in no time
+        self.wall: dict[str, float] = {}     # seconds this run spent in each stage
+        self.compute: dict[str, float] = {}  # task seconds of each stage, every phase, resumed tasks included
+
+    def for_stage(self, stage: str, upstream: str):
+        """The `run_phase` a stage executes with; `upstream` is the fingerprint of everything before it."""
+        return lambda phase: self.run(stage, phase, upstream)
+
+    def run(self, stage: str, phase: Phase, upstream: str = "") -> list[dict]:
+        """Run the phase's tasks that have no marker; return every task's counts in plan order."""
+        if phase.key is not None:
+            self._check_key(stage, phase, hashlib.sha256(f"{upstream}\x00{phase.key}".encode()).hexdigest())
+        markers = [self.rundir.marker(stage, phase.name, t.key) for t in phase.tasks]
+        present = fs.files_under(self.rundir.state(stage, phase.name))  # one listing, not a request per task
+        done = {i for i, m in enumerate(markers) if m in present}
+        todo = [t for i, t in enumerate(phase.tasks) if i not in done]
+        if todo and self.executor is None:
+            self.executor = make_executor(*self._executor_args)
+        started = time.monotonic()
+        label = stage if phase.accounts else f"{stage}: {phase.label}"
+        self.progress.start(label, len(phase.tasks), len(done))
+        results: dict[str, dict] = {}
+        if todo:
+            work = Work(stage, phase.name, phase.run, phase.setup, self.rundir)
+            for task, result in self.executor.map(work, todo, phase.resources):
+                self.progress.update(result.get("in", 0))
+                results[task.key] = result
+        self.progress.finish()
+        self.wall[stage] = self.wall.get(stage, 0.0) + time.monotonic() - started
+        out = [results[t.key] if t.key in results else self.rundir.read_json(markers[i]) for i, t in enumerate(phase.tasks)]
+        self.compute[stage] = self.compute.get(stage, 0.0) + sum(r.get("seconds", 0.0) for r in out)
+        return out
+
+    def _check_key(self, stage: str, phase: Phase, key: str) -> None:
+        """Discard a keyed phase's markers and outputs when what they depend on changed."""
+        path = self.rundir.phase_key(stage, phase.name)
+        recorded = (self.rundir.read_json(path) or {}).get("key")
+        if recorded == key:
+            return
+        if recorded is not None:
+            log.info("stage '%s': phase '%s' changed since the last run: recomputing it", stage, phase.label)
+        for output in (self.rundir.state(stage, phase.name), *phase.outputs):
+            fs.remove(output)
+        self.rundir.write_json(path, {"key": key})
+
+    def close(self) -> None:
+        if self.executor is not None:
+            self.executor.close()

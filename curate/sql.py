@@ -1,0 +1,41 @@
+"""DuckDB as curate uses it: one connection setting, reading Parquet wherever a run lives, quoting, and a
+recipe's rules as one CASE expression."""
+
+from __future__ import annotations
+
+import duckdb
+
+from curate.io import fs
+from curate.recipes import Rule
+
+
+def connect(threads: int | None = 1) -> duckdb.DuckDBPyConnection:
+    """A connection that never downloads anything: DuckDB would otherwise fetch extensions from the internet
+    at run time (httpfs for a remote path, inet for a typo such as `>>=`). `threads`: 1 inside a task,
+    where Ray already runs tasks in parallel; None lets DuckDB use every core (curate query)."""
+    con = duckdb.connect(config={"autoinstall_known_extensions": False, "autoload_known_extensions": False})
+    if threads is not None:
+        con.execute(f"SET threads = {int(threads)}")
+    return con
+
+
+def read_parquet(con: duckdb.DuckDBPyConnection, path: str, options: str = "") -> str:
+    """`read_parquet(path[, options])` for SQL on `con`. A remote path (s3://, gs://, memory://, ...) is read
+    through curate's own fsspec filesystem for it, registered with the connection on first use: the same
+    credentials and settings as every other read of the run, and no DuckDB extension (httpfs) to download."""
+    filesystem, _ = fs.filesystem(path)
+    if not fs.is_local(filesystem):
+        protocol = filesystem.protocol if isinstance(filesystem.protocol, str) else filesystem.protocol[0]
+        if protocol not in con.list_filesystems():
+            con.register_filesystem(filesystem)
+    return f"read_parquet({quote(path)}{', ' + options if options else ''})"
+
+
+def quote(text: str) -> str:
+    return "'" + text.replace("'", "''") + "'"
+
+
+def reason_sql(rules: list[Rule]) -> str:
+    """A CASE expression naming the first failed rule (NULL when all pass)."""
+    whens = " ".join(f"WHEN NOT coalesce(({r.predicate}), false) THEN {quote(r.name)}" for r in rules)
+    return f"CASE {whens} END"

@@ -1,0 +1,57 @@
+"""A phase: named tasks of one kind, each a payload for the same function. Stages are made of phases.
+
+The runner owns everything around a task: it skips tasks whose marker exists, times them, writes the
+marker (with the counts the function returns) after the function succeeded, and reports progress.
+A stage's accounting phase (`accounts=True`, one task per docs shard) returns `in`, `kept` and
+`removed` per shard; the run's accounting and the ledger identity are checked on those.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Callable, Generic, Sequence, TypeVar
+
+from curate.stages.resources import Resources
+
+P = TypeVar("P")
+
+
+@dataclass(frozen=True)
+class Task(Generic[P]):
+    """One unit of work. `key` is unique within its phase and names its marker; `where` names the input
+    in error messages. Shard tasks also say which source and docs shard they account for."""
+
+    key: str
+    where: str
+    payload: P = field(compare=False)
+    source: str | None = None
+    shard: str | None = None
+
+
+@dataclass(frozen=True)
+class Phase(Generic[P]):
+    """`run(payload) -> counts` for every task; `setup()` once per worker before its first task.
+
+    `key`: what the phase's results depend on beyond the stage's upstream. A phase with a key keeps its
+    markers and `outputs` when other options of its stage change (a model's scores survive a new keep
+    threshold), and discards them when the key or the upstream changes. Without a key, the phase's
+    results go with the stage's fingerprint.
+    """
+
+    name: str
+    tasks: Sequence[Task[P]]
+    run: Callable[[P], dict]
+    setup: Callable[[], None] | None = None
+    resources: Resources = Resources()
+    accounts: bool = False
+    key: str | None = None
+    outputs: tuple[str, ...] = ()
+
+    @property
+    def label(self) -> str:
+        return self.name.replace("-", " ")
+
+
+PhaseRunner = Callable[[Phase], list]
+"""What a stage is handed to execute its phases: `run_phase(phase)` returns every task's counts, in plan
+order, resumed tasks included."""

@@ -1,0 +1,47 @@
+"""What one worker of a phase needs from the cluster, and whether it is a long-lived actor."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from curate.config.schema import Field
+
+RESOURCE_OPTIONS = {
+    "num_cpus": Field((float,), default=1.0, min=0.0),
+    "num_gpus": Field((float,), default=0.0, min=0.0),
+    "memory_mb": Field((int,), default=None, nullable=True, min=1),
+}
+
+
+@dataclass(frozen=True)
+class Resources:
+    """CPUs, GPUs and memory per worker. `actor`: workers live across tasks, so `setup()` (loading a
+    model or a tokenizer) runs once per worker instead of once per task."""
+
+    cpus: float = 1.0
+    gpus: float = 0.0
+    memory_mb: int | None = None
+    actor: bool = False
+
+    @classmethod
+    def from_options(cls, options: dict, actor: bool = True) -> "Resources":
+        """From a stage's `resources:` option ({num_cpus, num_gpus, memory_mb}, see RESOURCE_OPTIONS)."""
+        return cls(options["num_cpus"], options["num_gpus"], options["memory_mb"], actor)
+
+    def ray_options(self) -> dict:
+        out = {"num_cpus": self.cpus}
+        if self.gpus:
+            out["num_gpus"] = self.gpus
+        if self.memory_mb:
+            out["memory"] = self.memory_mb * 1024 * 1024
+        return out
+
+
+def assigned_gpus() -> list:
+    """The GPUs Ray gave this worker (empty inline, or on a cluster without GPUs): where a model actor landed."""
+    try:
+        import ray
+
+        return [str(g) for g in ray.get_gpu_ids()] if ray.is_initialized() else []
+    except Exception:  # noqa: BLE001 - outside a Ray worker there is nothing to report
+        return []

@@ -1,0 +1,326 @@
+"""Beyond one machine: the zyda2 recipe on a Ray cluster of three nodes with its run directory in S3.
+
+Everything stays on loopback: the nodes (`ray.cluster_utils.Cluster`, 1 CPU each, small object stores)
+and an S3 server (moto) listen on 127.0.0.1; credentials reach curate through the usual AWS variables.
+The driver is `curate run --address` in a subprocess, as a user runs it. Checked: the multi-node run
+ends byte-identical to an `--inline` run (kept, ledger, tokens, manifest checksums) with tasks on every
+node; a local path is refused on several nodes; a node without credentials ends the run naming the
+bucket and the node, and `execution.env` forwards them; a worker node lost mid-stage costs only its
+tasks; a lost head ends the run with one paragraph and a new cluster resumes from the markers in S3;
+an address nobody answers at fails in seconds.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import glob
+import hashlib
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("moto.server")
+pytest.importorskip("s3fs")
+
+from curate.io import fs  # noqa: E402
+from curate.runner.watcher import reap  # noqa: E402
+from curate.sample import make_sample  # noqa: E402
+
+from conftest import ZYDA2  # noqa: E402
+
+BUCKET = "curate-mn"
+SAMPLE = f"s3://{BUCKET}/sample"
+NODE = {"num_cpus": 1, "object_store_memory": 80 << 20, "node_ip_address": "127.0.0.1"}
+CREDENTIALS = ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY")
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture(scope="module")
+def s3():
+    """A moto S3 server on 127.0.0.1 (its own process), reached through the standard AWS variables, with the
+    600-document sample corpus in s3://curate-mn/sample."""
+    port = free_port()
+    with pytest.MonkeyPatch.context() as mp:
+        for key in ("AWS_PROFILE", "AWS_SESSION_TOKEN", "AWS_ENDPOINT_URL_S3"):
+            mp.delenv(key, raising=False)
+        env = {"AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing", "AWS_DEFAULT_REGION": "us-east-1",
+               "AWS_EC2_METADATA_DISABLED": "true", "AWS_CONFIG_FILE": os.devnull, "AWS_SHARED_CREDENTIALS_FILE": os.devnull,
+               "AWS_ENDPOINT_URL": f"http://127.0.0.1:{port}", "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER": "0",
+               "NO_PROXY": "127.0.0.1,localhost", "no_proxy": "127.0.0.1,localhost"}
+        for key, value in env.items():
+            mp.setenv(key, value)
+        server = subprocess.Popen([sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)],
+                                  stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        try:
+            deadline = time.monotonic() + 60
+            while time.monotonic() < deadline:
+                with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", port), timeout=1):
+                    break
+                time.sleep(0.2)
+            store, _ = fs.filesystem(SAMPLE)
+            store.mkdir(BUCKET)
+            with tempfile.TemporaryDirectory() as local:
+                make_sample(local, docs=600, seed=0)
+                fs.upload_tree(local, SAMPLE, last="_SUCCESS")
+            yield env
+        finally:
+            server.terminate()
+            server.wait(timeout=30)
+
+
+class LoopbackCluster:
+    """A Ray cluster of `nodes` nodes on 127.0.0.1 in its own temp dir. Ray's test cluster records its address
+    in the machine-wide /tmp/ray/ray_current_cluster (what `--address auto` reads, for everyone): the file
+    is put back as it was. Stopping also ends the processes a killed node left (its agents)."""
+
+    ADDRESS_FILE = "/tmp/ray/ray_current_cluster"
+
+    def __init__(self, nodes: int):
+        from ray.cluster_utils import Cluster
+
+        self.temp = tempfile.mkdtemp(prefix="cmn", dir="/tmp")  # short: Ray's socket paths must fit 107 bytes
+        previous = self._address_file()
+        try:
+            self.cluster = Cluster(initialize_head=True, head_node_args={**NODE, "include_dashboard": False, "temp_dir": self.temp})
+            for _ in range(nodes - 1):
+                self.cluster.add_node(**NODE)
+            self.cluster.wait_for_nodes()
+        finally:
+            self._restore(previous)
+        self.address = self.cluster.address
+
+    def add(self, **env):
+        node = self.cluster.add_node(**NODE, env_vars=env or None)
+        self.cluster.wait_for_nodes()
+        return node
+
+    def node_id(self, node) -> str:
+        return node.node_id[:8]
+
+    def stop(self) -> None:
+        previous = self._address_file()
+        with contextlib.suppress(Exception):
+            self.cluster.shutdown()
+        for session in glob.glob(os.path.join(self.temp, "session_2*")):
+            reap(session)
+        self._restore(previous)
+
+    def _address_file(self):
+        try:
+            return Path(self.ADDRESS_FILE).read_text()
+        except OSError:
+            return None
+
+    def _restore(self, previous) -> None:
+        if previous is None:
+            with contextlib.suppress(OSError):
+                os.remove(self.ADDRESS_FILE)
+        else:
+            Path(self.ADDRESS_FILE).write_text(previous)
+
+
+@pytest.fixture(scope="module")
+def cluster(s3):
+    c = LoopbackCluster(3)
+    try:
+        yield c
+    finally:
+        c.stop()
+
+
+def curate(*args: str, env: dict | None = None, timeout: float = 400) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "curate", *args], capture_output=True, text=True, timeout=timeout,
+                          env={**os.environ, "CURATE_SAMPLE": SAMPLE, **(env or {})})
+
+
+def run_zyda2(output: str, *extra: str, address: str | None = None) -> subprocess.CompletedProcess:
+    where = ("--address", address) if address else ("--inline",)
+    return curate("run", str(ZYDA2), "--output", output, *where, "-q", *extra)
+
+
+def outputs(root: str) -> dict[str, str]:
+    """sha256 of every file under kept/, ledger/ and tokens/, and of the manifest's file list (sizes, sha256)."""
+    out = {}
+    for part in ("kept", "ledger", "tokens"):
+        for path in sorted(fs.files_under(fs.join(root, part))):
+            out[path[len(root) + 1:]] = hashlib.sha256(fs.read_bytes(path)).hexdigest()
+    files = json.loads(fs.read_bytes(fs.join(root, "manifest.json")))["files"]
+    out["manifest.json files"] = hashlib.sha256(json.dumps(files, sort_keys=True).encode()).hexdigest()
+    return out
+
+
+def markers(root: str, stage: str = "*") -> list[dict]:
+    """Every task marker of a stage (all phases), with the node it names."""
+    found = [p for p in fs.files_under(fs.join(root, "_state")) if p.endswith(".json")]
+    return [{"stage": p.split("/_state/")[1].split("/")[0], "path": p, **json.loads(fs.read_bytes(p))}
+            for p in found if p.rsplit("/", 1)[1] not in ("stage.json", "record.json") and not p.endswith(".key.json")
+            and (stage == "*" or f"/_state/{stage}/" in p)]
+
+
+@pytest.fixture(scope="module")
+def inline(s3):
+    out = f"s3://{BUCKET}/runs/inline"
+    result = run_zyda2(out)
+    assert result.returncode == 0, result.stderr
+    reference = outputs(out)
+    assert len(reference) > 60 and any(k.startswith("tokens/") and k.endswith(".bin") for k in reference)
+    return reference
+
+
+def accounting_holds(root: str) -> None:
+    """kept + ledger = input, per source, through `curate query` over the S3 run (DuckDB reads it via fsspec)."""
+    from curate.query import connect
+
+    rows = connect(root).sql("""
+        SELECT d.source, count(*) AS docs, count(k.id) AS kept, count(l.id) AS removed
+        FROM docs d LEFT JOIN kept k USING (source, id) LEFT JOIN ledger l USING (source, id) GROUP BY 1""").fetchall()
+    assert len(rows) == 4
+    for source, docs, kept, removed in rows:
+        assert docs == kept + removed, source
+
+
+def test_a_three_node_run_into_s3_is_byte_identical_to_inline(cluster, inline):
+    out = f"s3://{BUCKET}/runs/three"
+    result = run_zyda2(out, address=cluster.address)
+    assert result.returncode == 0, result.stderr
+    assert outputs(out) == inline
+    nodes = {m["node"] for m in markers(out)}
+    assert len(nodes) == 3, nodes  # tasks ran on every node
+    assert {m["node"] for m in markers(out, "quality_filter")}  # the filter read its signals from S3 with DuckDB
+    accounting_holds(out)
+    assert "Token authentication" not in result.stderr and "Traceback" not in result.stderr
+
+
+def test_a_local_output_is_refused_on_several_nodes_unless_shared(cluster, tmp_path):
+    run = tmp_path / "run"
+    result = run_zyda2(str(run), address=cluster.address)
+    assert result.returncode == 1
+    last = result.stderr.strip().splitlines()[-1]
+    assert last.startswith(f"curate: error: --output {run} is a local path, but the Ray cluster has 3 nodes")
+    assert "execution.shared_fs: true" in last and "object storage" in last
+    assert not glob.glob(str(run / "_state" / "*" / "*" / "**" / "*.json"), recursive=True), "no task may run"
+    shared = run_zyda2(str(run), "--until", "ingest", "--set", "execution.shared_fs=true", address=cluster.address)
+    assert shared.returncode == 0, shared.stderr  # the nodes of this cluster do share this disk
+
+
+def test_a_node_without_credentials_names_bucket_and_node_and_execution_env_forwards_them(cluster):
+    bare = cluster.add(**dict.fromkeys(CREDENTIALS, ""))
+    try:
+        failed = run_zyda2(f"s3://{BUCKET}/runs/bare", "--until", "ingest", address=cluster.address)
+        assert failed.returncode == 1
+        last = failed.stderr.strip().splitlines()[-1]
+        assert last.startswith("curate: error: stage 'ingest' failed on "), failed.stderr[-2000:]
+        assert f"node {cluster.node_id(bare)}" in last and f"bucket '{BUCKET}'" in last and "execution.env" in last
+        assert "Traceback" not in failed.stderr
+        forwarded = run_zyda2(f"s3://{BUCKET}/runs/forwarded", "--until", "ingest",
+                              "--set", f"execution.env=[{','.join(CREDENTIALS)}]", address=cluster.address)
+        assert forwarded.returncode == 0, forwarded.stderr
+        assert cluster.node_id(bare) in {m["node"].split("node ")[1][:8] for m in markers(f"s3://{BUCKET}/runs/forwarded")}
+    finally:
+        cluster.cluster.remove_node(bare, allow_graceful=False)
+
+
+def wait_for(predicate, process: subprocess.Popen, seconds: float = 300) -> None:
+    deadline = time.monotonic() + seconds
+    while not predicate():
+        assert process.poll() is None, process.communicate()[1][-3000:]
+        assert time.monotonic() < deadline, "timed out"
+        time.sleep(0.1)
+
+
+def test_a_worker_node_lost_mid_stage_costs_only_its_tasks(cluster, inline):
+    out = f"s3://{BUCKET}/runs/loss"
+    victim = next(iter(cluster.cluster.worker_nodes))
+    cmd = [sys.executable, "-m", "curate", "run", str(ZYDA2), "--output", out, "--address", cluster.address]
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env={**os.environ, "CURATE_SAMPLE": SAMPLE})
+    model_phase = f"s3://{BUCKET}/runs/loss/_state/quality_model/model-zyda2_quality"
+    wait_for(lambda: fs.files_under(model_phase), proc)  # the actor pool is scoring: every node holds an actor
+    cluster.cluster.remove_node(victim, allow_graceful=False)
+    _, err = proc.communicate(timeout=400)
+    assert proc.returncode == 0, err[-3000:]
+    assert f"node {cluster.node_id(victim)} left the Ray cluster" in err
+    assert outputs(out) == inline
+    accounting_holds(out)
+    later = {m["node"] for stage in ("tokenize", "pack", "kept") for m in markers(out, stage)}
+    assert later and not any(cluster.node_id(victim) in n for n in later)
+
+
+def test_a_lost_head_ends_the_run_in_one_paragraph_and_a_new_cluster_resumes(cluster, inline):
+    out = f"s3://{BUCKET}/runs/head"
+    cmd = [sys.executable, "-m", "curate", "run", str(ZYDA2), "--output", out, "--address", cluster.address, "-q"]
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env={**os.environ, "CURATE_SAMPLE": SAMPLE})
+    wait_for(lambda: fs.files_under(f"{out}/_state/signals/shards"), proc)
+    cluster.cluster.head_node.kill_all_processes(check_alive=False, allow_graceful=False)
+    _, err = proc.communicate(timeout=180)
+    assert proc.returncode != 0
+    last = err.strip().splitlines()[-1]
+    assert last.startswith(f"curate: error: the Ray cluster's head node ({cluster.address}) is gone"), err[-3000:]
+    assert "during stage 'signals'" in last and f"recorded in {out}" in last and "resume" in last
+    cluster.stop()
+    fresh = LoopbackCluster(2)
+    try:
+        resumed = curate("run", str(ZYDA2), "--output", out, "--address", fresh.address)
+        assert resumed.returncode == 0, resumed.stderr[-3000:]
+        assert "[ingest: read] 11 tasks (11 already done)" in resumed.stderr
+        assert outputs(out) == inline
+        accounting_holds(out)
+    finally:
+        fresh.stop()
+
+
+def test_an_address_nobody_answers_at_fails_within_seconds_in_one_line(tmp_path):
+    (tmp_path / "in.jsonl").write_text('{"text": "one"}\n')
+    pipeline = tmp_path / "p.yaml"
+    pipeline.write_text(f"name: t\nsources:\n  s: {{format: jsonl, paths: '{tmp_path}/in.jsonl'}}\nstages: {{ingest: {{}}}}\n")
+    port = free_port()
+    started = time.monotonic()
+    result = subprocess.run([sys.executable, "-m", "curate", "run", str(pipeline), "--output", str(tmp_path / "run"),
+                             "--address", f"127.0.0.1:{port}", "-q"], capture_output=True, text=True, timeout=120,
+                            env={**os.environ, "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER": "0"})
+    assert time.monotonic() - started < 40
+    assert result.returncode == 1
+    lines = result.stderr.strip().splitlines()
+    assert lines == [f"curate: error: --address 127.0.0.1:{port}: no Ray cluster answers there (nothing accepted a "
+                     f"connection to 127.0.0.1:{port} for 20s); start its head with `ray start --head`, check the host "
+                     "and port, or leave out --address for an embedded local cluster"], result.stderr
+
+
+def test_a_killed_driver_leaves_no_embedded_cluster_behind(tmp_path, sample_dir):
+    """kill -9 of the driver: the watcher ends what Ray leaves of the embedded cluster (its agents)."""
+    from curate.runner.watcher import holders
+
+    proc = subprocess.Popen([sys.executable, "-m", "curate", "run", str(ZYDA2), "--output", str(tmp_path / "run"),
+                             "--workers", "1", "-q"], env={**os.environ, "CURATE_SAMPLE": str(sample_dir)},
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    wait_for(lambda: list((tmp_path / "run" / "_state").rglob("0*.json")), proc, 120)
+    session = glob.glob(f"/tmp/ray/session_*_{proc.pid}")
+    assert len(session) == 1 and len(holders(session[0])) >= 4  # gcs, raylet, agents, workers
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    deadline = time.monotonic() + 30
+    while holders(session[0]) and time.monotonic() < deadline:
+        time.sleep(0.5)
+    assert holders(session[0]) == []
+
+
+def test_a_bucket_that_does_not_exist_is_one_line(s3):
+    result = run_zyda2("s3://no-such-bucket/run")
+    assert result.returncode == 1
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("curate: error: --output s3://no-such-bucket/run: cannot be read or "
+                                                   "written: FileNotFoundError: The specified bucket does not exist"), lines
