@@ -200,7 +200,8 @@ def projection(results: list[dict], target: float = 1e9, hours: float = 24.0) ->
         cpu_hours = per_doc * target / 3600
         nodes = math.ceil(cpu_hours / hours / 16)
         out.append(f"through {until}: {per_doc * 1000:.2f} CPU-ms per document (from {largest['docs']:,}) -> "
-                   f"{cpu_hours:,.0f} CPU-hours for {target:,.0f} documents = {nodes:,.0f} nodes of 16 CPUs for {hours:.0f} hours")
+                   f"{cpu_hours:,.0f} CPU-hours for {target:,.0f} documents = {nodes:,.0f} node{'s' if nodes != 1 else ''} "
+                   f"of 16 CPUs for {hours:.0f} hours")
     return "\n".join(out)
 
 
@@ -220,11 +221,12 @@ def plot(results: list[dict], path: Path) -> None:
     import matplotlib.pyplot as plt
 
     fig, ax = plt.subplots(figsize=(8, 5))
-    colours = iter(plt.get_cmap("tab10").colors)
+    colours = iter(plt.get_cmap("tab20").colors)
     for name, points in sorted(series.items()):
         points.sort()
-        style = {"total": {"color": "black", "linewidth": 2.5},
-                 "linear (from total)": {"color": "black", "linestyle": "--", "marker": ""}}.get(name, {"color": next(colours)})
+        fixed = {"total": {"color": "black", "linewidth": 2.5},
+                 "linear (from total)": {"color": "black", "linestyle": "--", "marker": ""}}
+        style = fixed[name] if name in fixed else {"color": next(colours)}
         ax.plot([p[0] for p in points], [p[1] for p in points], **{"marker": "o", **style}, label=name)
     ax.set_xscale("log")
     ax.set_yscale("log")
