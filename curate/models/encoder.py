@@ -76,6 +76,18 @@ def as_text_array(texts) -> pa.Array:
     return texts
 
 
+def non_null_texts(texts) -> tuple[pa.Array, np.ndarray, int]:
+    """(the non-null texts, their row numbers, the number of rows): models score only real texts, and
+    their outputs are scattered back to every row, nulls staying null."""
+    texts = as_text_array(texts)
+    n = len(texts)
+    valid = np.arange(n, dtype=np.int64)
+    if texts.null_count:
+        valid = np.flatnonzero(pc.is_valid(texts).to_numpy(zero_copy_only=False))
+        texts = texts.take(pa.array(valid))
+    return texts, valid, n
+
+
 class EncoderModel:
     """A loaded transformer classifier: `forward(input_ids, attention_mask) -> logits [rows, k]`."""
 
@@ -112,12 +124,7 @@ class EncoderModel:
         """The CPU half of `score` (cut, tokenize, rows). Rust tokenizing releases the GIL, so a stage
         can prepare its next batch in a thread while `run` works on this one."""
         t0 = time.perf_counter()
-        texts = as_text_array(texts)
-        n = len(texts)
-        valid = np.arange(n, dtype=np.int64)
-        if texts.null_count:
-            valid = np.flatnonzero(pc.is_valid(texts).to_numpy(zero_copy_only=False))
-            texts = texts.take(pa.array(valid))
+        texts, valid, n = non_null_texts(texts)
         if self.spec.max_chars is not None:
             texts = pc.utf8_slice_codeunits(texts, 0, self.spec.max_chars)
         flat, lengths = self.tokens.encode(texts.to_pylist())

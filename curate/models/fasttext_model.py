@@ -105,14 +105,9 @@ class FastTextModel:
         return self.outputs.schema
 
     def score(self, texts) -> pa.Table:
-        from curate.models.encoder import as_text_array
+        from curate.models.encoder import non_null_texts
 
-        texts = as_text_array(texts)
-        n = len(texts)
-        valid = np.arange(n, dtype=np.int64)
-        if texts.null_count:
-            valid = np.flatnonzero(pc.is_valid(texts).to_numpy(zero_copy_only=False))
-            texts = texts.take(pa.array(valid))
+        texts, valid, n = non_null_texts(texts)
         if len(valid) == 0:
             return self.outputs.empty(n)
         if self.spec.max_chars is not None:
