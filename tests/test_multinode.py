@@ -17,6 +17,7 @@ import glob
 import hashlib
 import json
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -270,7 +271,10 @@ def test_a_lost_head_ends_the_run_in_one_paragraph_and_a_new_cluster_resumes(clu
     assert proc.returncode != 0
     last = err.strip().splitlines()[-1]
     assert last.startswith(f"curate: error: the Ray cluster's head node ({cluster.address}) is gone"), err[-3000:]
-    assert "during stage 'signals'" in last and f"recorded in {out}" in last and "resume" in last
+    # signals was running when the head died; on a fast box the driver may already be in the next stage
+    stage = re.search(r"during stage '(\w+)'", last)
+    assert stage and stage[1] in ("signals", "quality_filter", "quality_model"), last
+    assert f"recorded in {out}" in last and "resume" in last
     cluster.stop()
     fresh = LoopbackCluster(2)
     try:
