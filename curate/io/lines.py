@@ -14,6 +14,7 @@ of the text is dropped.
 from __future__ import annotations
 
 import zlib
+from abc import ABC, abstractmethod
 from dataclasses import dataclass
 
 import zstandard
@@ -57,7 +58,7 @@ class Trailing:
         return f"{self.length} {what} after the end of the {self.compression} stream; every line before was read"
 
 
-class _Members:
+class _Members(ABC):
     """Concatenated compressed members (gzip) or frames (zstd), decoded piece by piece.
 
     `feed` returns the decoded pieces (not joined: joining would copy every byte once more) and never
@@ -77,11 +78,13 @@ class _Members:
         self.error: str | None = None
         self.trailing: list | None = None  # [offset, length, all zero]
 
+    @abstractmethod
     def _new(self):
-        raise NotImplementedError
+        """A decoder for one member."""
 
+    @abstractmethod
     def _starts_member(self, head: bytes) -> bool:
-        raise NotImplementedError
+        """Whether bytes after a complete member are the start of another one (its magic number)."""
 
     def feed(self, data: bytes) -> list[bytes]:
         if self.error is not None:

@@ -30,6 +30,10 @@ from __future__ import annotations
 import numba as nb
 import numpy as np
 
+from .hash64 import PRIME as _PRIME
+from .hash64 import SEED as _SEED
+from .hash64 import U64 as _U64
+from .hash64 import mix as _mix
 from .utf8 import decode as _decode
 
 # per-code-point flag bits (curate.signals.dtwords builds the table; the kernel compiles these values in)
@@ -65,20 +69,8 @@ NFIELDS = len(FIELDS)
 # suffix look-behind kinds (curate.signals.dtwords_build)
 LB_NONE, LB_DIGIT, LB_DEGREE, LB_DOTPRE, LB_TWO_UPPER = 0, 1, 2, 3, 4
 
-_U64 = np.uint64
-_PRIME = _U64(0x100000001B3)
-_SEED = _U64(0x9E3779B97F4A7C15)
 _BASE = _U64(0x100000001B3 * 2 + 1)  # odd: the concatenation hash's base
 
-
-@nb.njit(cache=True, inline="always")
-def _mix(h):
-    h ^= h >> _U64(33)
-    h *= _U64(0xFF51AFD7ED558CCD)
-    h ^= h >> _U64(33)
-    h *= _U64(0xC4CEB9FE1A85EC53)
-    h ^= h >> _U64(33)
-    return h
 
 
 @nb.njit(cache=True)

@@ -27,6 +27,10 @@ import numba as nb
 import numpy as np
 
 from .unicode_tables import NUMERIC, SPACE
+from .hash64 import PRIME as _PRIME
+from .hash64 import SEED as _SEED
+from .hash64 import U64 as _U64
+from .hash64 import mix as _mix
 from .utf8 import decode as _decode
 
 #: per-document integer outputs, column order of the ``doc`` matrix
@@ -44,23 +48,11 @@ _TOP0 = 5
 _DUPE0 = 8
 _TERM_CACHE = 4096  # entropy terms cached for word counts below this
 
-_U64 = np.uint64
-_SEED = _U64(0x9E3779B97F4A7C15)
-_PRIME = _U64(0x100000001B3)
 
 _JAVASCRIPT = np.array([ord(c) for c in "javascript"], np.int32)
 _LOREM = np.array([ord(c) for c in "lorem"], np.int32)
 _IPSUM = np.array([ord(c) for c in "ipsum"], np.int32)
 
-
-@nb.njit(cache=True)
-def _mix(h):
-    h ^= h >> _U64(33)
-    h *= _U64(0xFF51AFD7ED558CCD)
-    h ^= h >> _U64(33)
-    h *= _U64(0xC4CEB9FE1A85EC53)
-    h ^= h >> _U64(33)
-    return h
 
 
 @nb.njit(cache=True)
