@@ -69,20 +69,36 @@ def is_local(fs) -> bool:
     return isinstance(fs, LocalFileSystem)
 
 
-def expand(pattern: str, storage_options: dict | None = None) -> list[InputFile]:
-    """Expand a path or glob (with `**`) to files, sorted so that planning is deterministic."""
+def glob_base(pattern: str, storage_options: dict | None = None) -> str:
+    """The folder a path or glob's matches are named relative to (without the protocol): the part before
+    the first glob character, a directory itself, or a file's folder."""
     fs, stripped = filesystem(pattern, storage_options)
-    local = is_local(fs)
     if any(c in stripped for c in _GLOB_CHARS):
         base = stripped[: min(stripped.find(c) for c in _GLOB_CHARS if c in stripped)]
-        base = base[: base.rfind("/") + 1]
+        return base[: base.rfind("/") + 1]
+    if os.path.isdir(stripped) if is_local(fs) else fs.isdir(stripped):
+        return stripped.rstrip("/") + "/"
+    return stripped[: stripped.rfind("/") + 1]
+
+
+def common_base(bases: list[str]) -> str:
+    """The longest folder (ending in `/`, or empty) that every base lies in."""
+    common = os.path.commonprefix(bases)
+    return common[: common.rfind("/") + 1]
+
+
+def expand(pattern: str, storage_options: dict | None = None, base: str | None = None) -> list[InputFile]:
+    """Expand a path or glob (with `**`) to files, sorted so that planning is deterministic; `relative`
+    names are relative to `base` (default: the pattern's own, `glob_base`)."""
+    fs, stripped = filesystem(pattern, storage_options)
+    local = is_local(fs)
+    base = glob_base(pattern, storage_options) if base is None else base
+    if any(c in stripped for c in _GLOB_CHARS):
         found = fs.glob(stripped, detail=True)
     else:
-        base = stripped[: stripped.rfind("/") + 1]
         found = {stripped: _info(fs, stripped)} if (os.path.lexists(stripped) if local else fs.exists(stripped)) else {}
         if found and (found[stripped].get("type") == "directory" or (local and os.path.isdir(stripped))):
-            base = stripped.rstrip("/") + "/"
-            found = dict(fs.find(base, detail=True))
+            found = dict(fs.find(stripped.rstrip("/") + "/", detail=True))
     files = []
     for path, info in sorted(found.items()):
         kind = info.get("type")

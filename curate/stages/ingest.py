@@ -70,18 +70,32 @@ class IngestStage(Stage):
         return out
 
     def _files(self, source) -> list[fs.InputFile]:
-        seen, files = set(), []
+        """Every file of a source's globs, named relative to the common base of all of them: two globs with
+        files of the same name (`dumpA/part-0000.jsonl`, `dumpB/part-0000.jsonl`) give distinct positional ids,
+        and a single glob's names (and ids) are its own base's."""
+        seen, files, named = set(), [], {}
+        try:
+            base = fs.common_base([fs.glob_base(p, source.storage_options) for p in source.paths])
+        except (OSError, ValueError, ImportError) as exc:
+            raise ConfigError(self.pipeline.file, f"sources.{source.name}.paths", f"cannot list {source.paths!r}: {exc}") from None
         for i, pattern in enumerate(source.paths):
             try:
-                matched = fs.expand(pattern, source.storage_options)
+                matched = fs.expand(pattern, source.storage_options, base)
             except (OSError, ValueError, ImportError) as exc:
                 raise ConfigError(self.pipeline.file, f"sources.{source.name}.paths[{i}]", f"cannot list {pattern!r}: {exc}") from None
             if not matched:
                 raise ConfigError(self.pipeline.file, f"sources.{source.name}.paths[{i}]", f"no files match {pattern!r}")
             for f in matched:
-                if f.path not in seen:
-                    seen.add(f.path)
-                    files.append(f)
+                if f.path in seen:
+                    continue
+                if f.relative in named:
+                    raise ConfigError(self.pipeline.file, f"sources.{source.name}.paths[{i}]",
+                                      f"{f.path} and {named[f.relative]} would both be named {f.relative!r} (records without "
+                                      "ids would get the same positional ids); put them in two sources, or give paths "
+                                      "that share a folder")
+                seen.add(f.path)
+                named[f.relative] = f.path
+                files.append(f)
         return files
 
     def _split(self, source, fmt, f: fs.InputFile, index: int) -> list[ReadTask]:
