@@ -20,14 +20,15 @@ from curate.rundir import RunDir
 from curate.rundir.layout import TABLES
 from curate.sql import connect as sql_connect
 from curate.sql import quote, read_parquet
+from curate.sql_guard import read_only_statement
 
 
 def connect(root: str) -> duckdb.DuckDBPyConnection:
     """A DuckDB connection with one view per table the run has produced so far."""
-    run = RunDir(root)
+    run = RunDir(root.rstrip("/") if "://" in root else os.path.abspath(root))
     if not fs.exists(run.pipeline_file):
         raise CurateError(f"{root}: not a run directory (no pipeline.yaml); run `curate run PIPELINE --output {root}` first")
-    con = sql_connect(threads=None)
+    con = sql_connect(threads=None, readable=(run.root,))  # reads the run's files and nothing else
     for view in TABLES:
         parts = []
         for source in run.table_sources(view):
@@ -55,10 +56,12 @@ def query(run: str, sql: str, fmt: str = "table", out: str | None = None, limit:
     """Run `sql` over the run's views; returns text to print (or writes `out` for csv/json/parquet).
 
     Table output shows at most `limit` rows (0: all) and says how many the result has."""
-    sql = sql.strip().rstrip(";").strip()
+    sql = read_only_statement(sql)
     con = connect(run)
     try:
         rel = con.sql(sql)
+    except duckdb.PermissionException as exc:
+        raise CurateError(f"query failed: {str(exc).splitlines()[0]}: curate query reads the files of the run {run} only") from None
     except duckdb.Error as exc:
         raise CurateError(f"query failed: {str(exc).splitlines()[0]}\nviews:\n{describe(con)}") from None
     if rel is None:
@@ -68,12 +71,7 @@ def query(run: str, sql: str, fmt: str = "table", out: str | None = None, limit:
         if folder and not os.path.isdir(folder):
             raise CurateError(f"--out {out}: the folder {folder} does not exist")
         try:
-            if fmt == "parquet":
-                rel.write_parquet(out)
-            elif fmt == "json":
-                con.sql(f"COPY ({sql}) TO {quote(out)} (FORMAT json)")
-            else:
-                rel.write_csv(out)
+            write_result(rel, fmt, out)
         except duckdb.Error as exc:
             raise CurateError(f"--out {out}: {str(exc).splitlines()[0]}") from None
         return f"wrote {out}"
@@ -91,6 +89,19 @@ def query(run: str, sql: str, fmt: str = "table", out: str | None = None, limit:
     rows = (rel.limit(limit) if limit else rel).fetchall()
     shown = f"{total:,} row{'s' if total != 1 else ''}" + (f" ({len(rows):,} shown; --limit 0 shows all)" if len(rows) < total else "")
     return render_table(rel.columns, rows) + "\n" + shown
+
+
+def write_result(rel: duckdb.DuckDBPyRelation, fmt: str, out: str) -> None:
+    """Write a query's result to `out`, the one file curate query writes: the user's connection may write
+    nothing, so a connection of curate's own copies the result's Arrow stream there."""
+    writer = duckdb.connect(config={"autoinstall_known_extensions": False, "autoload_known_extensions": False})
+    filesystem, _ = fs.filesystem(out)
+    if not fs.is_local(filesystem):
+        writer.register_filesystem(filesystem)
+    writer.register("result", rel.to_arrow_reader())
+    options = {"parquet": "FORMAT parquet", "json": "FORMAT json"}.get(fmt, "FORMAT csv, HEADER")
+    writer.execute(f"COPY (SELECT * FROM result) TO {quote(out)} ({options})")
+    writer.close()
 
 
 def render_table(columns: list[str], rows: list[tuple], width: int = 40) -> str:

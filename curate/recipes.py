@@ -15,6 +15,7 @@ import yaml
 
 from curate.errors import ConfigError
 from curate.packaged import filters_dir
+from curate.sql_guard import check_expression
 
 
 @dataclass(frozen=True)
@@ -51,4 +52,6 @@ def load_recipe(name: str, pipeline_file: str, key: str) -> list[Rule]:
     rules = spec.get("rules") if isinstance(spec, dict) else None
     if not isinstance(rules, dict) or not rules or not all(isinstance(v, str) for v in rules.values()):
         raise ConfigError(str(path), "rules", "expected a mapping of rule name -> SQL predicate")
+    for rule, predicate in rules.items():
+        check_expression(predicate, str(path), f"rules.{rule}")
     return [Rule(f"{name}.{rule}", predicate) for rule, predicate in rules.items()]

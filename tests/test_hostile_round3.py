@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 
 import duckdb
+import pytest
 
 from conftest import run_cli
 from curate.io import fs
@@ -56,3 +57,96 @@ def test_same_relative_names_that_still_collide_are_a_loud_error(tmp_path, capsy
     assert run_cli(f, "--output", tmp_path / "run", "--inline", "-q") != 0
     err = capsys.readouterr().err
     assert "would both be named 'part.jsonl'" in err and "sources.s.paths[1]" in err and "Traceback" not in err
+
+
+# --- 2. SQL that is more than an expression -------------------------------------------------------
+
+SMUGGLE = "1=1); COPY (SELECT 42) TO '{out}'; SELECT (1"
+
+
+@pytest.fixture(scope="module")
+def tiny_run(tmp_path_factory):
+    """An ingest-only run of three documents, for the SQL tests."""
+    d = tmp_path_factory.mktemp("tiny")
+    (d / "a.jsonl").write_text("".join(json.dumps({"text": f"doc {i}", "n": i}) + "\n" for i in range(3)))
+    f = _pipeline(d, f"  s:\n    format: jsonl\n    paths: '{d}/a.jsonl'",
+                  stages="  ingest: {}\n  quality_filter: {use: filter, where: {s: 'length(text) > 0'}}\n")
+    assert run_cli(f, "--output", d / "run", "--inline", "-q") == 0
+    return d, f
+
+
+def test_a_smuggled_statement_in_a_where_predicate_is_refused_at_load_and_writes_nothing(tiny_run, tmp_path, capsys):
+    d, f = tiny_run
+    target = tmp_path / "x.csv"
+    code = run_cli(f, "--output", tmp_path / "run", "--inline", "-q", "--set", "stages.quality_filter.where.s=" + SMUGGLE.format(out=target))
+    err = capsys.readouterr().err
+    assert code == 2 and not target.exists()
+    assert "stages.quality_filter.where.s: invalid SQL predicate: not a single SQL expression" in err and "Traceback" not in err
+
+
+def test_a_recipe_rule_that_adds_a_statement_is_refused(tmp_path, capsys, monkeypatch):
+    (tmp_path / "filters").mkdir()
+    monkeypatch.setenv("CURATE_FILTERS", str(tmp_path / "filters"))
+    target = tmp_path / "y.csv"
+    (tmp_path / "filters" / "evil.yaml").write_text(f'name: evil\nrules:\n  ok: "{SMUGGLE.format(out=target)}"\n')
+    (tmp_path / "a.jsonl").write_text('{"text": "t"}\n')
+    f = _pipeline(tmp_path, f"  s:\n    format: jsonl\n    paths: '{tmp_path}/a.jsonl'",
+                  stages="  ingest: {}\n  f: {use: filter, recipes: {s: [evil]}}\n")
+    assert run_cli(f, "--output", tmp_path / "run", "--inline", "-q") == 2
+    err = capsys.readouterr().err
+    assert "evil.yaml: rules.ok: invalid SQL predicate" in err and not target.exists() and "Traceback" not in err
+
+
+def test_a_predicate_cannot_read_a_file_curate_did_not_register(tmp_path, capsys):
+    secret = tmp_path / "secret.csv"
+    secret.write_text("a\n1\n")
+    (tmp_path / "a.jsonl").write_text('{"text": "t"}\n')
+    f = _pipeline(tmp_path, f"  s:\n    format: jsonl\n    paths: '{tmp_path}/a.jsonl'",
+                  stages=f"  ingest: {{}}\n  f: {{use: filter, where: {{s: \"(SELECT count(*) FROM read_csv('{secret}')) > 0\"}}}}\n")
+    assert run_cli(f, "--output", tmp_path / "run", "--inline", "-q") != 0
+    err = capsys.readouterr().err
+    assert "file system operations are disabled" in err and "Traceback" not in err
+
+
+def test_keep_and_decides_predicates_are_single_expressions():
+    from curate.models.cascade import check_predicate
+
+    assert check_predicate("fasttext_score > 0.5") is None
+    assert "not a single SQL expression" in check_predicate("1) UNION SELECT (1")
+    assert "not a single SQL expression" in check_predicate(SMUGGLE.format(out="z.csv"))
+
+
+@pytest.mark.parametrize("sql, says", [
+    ("COPY (SELECT 42) TO '{out}'", "read-only and runs no COPY statement"),
+    ("ATTACH '{out}' AS x", "read-only and runs no ATTACH statement"),
+    ("DROP VIEW kept", "read-only and runs no DROP statement"),
+    ("SELECT 1; COPY (SELECT 42) TO '{out}'", "runs one statement; got 2"),
+    ("EXPLAIN ANALYZE COPY (SELECT 42) TO '{out}'", "read-only and runs no COPY statement"),
+    ("SELECT * FROM read_csv('{out}')", "file system operations are disabled"),
+    ("COPY (SELECT 1) TO '{kept}'", "read-only"),
+])
+def test_curate_query_is_read_only(tiny_run, tmp_path, capsys, sql, says):
+    from curate.cli import main
+
+    d, _ = tiny_run
+    out = tmp_path / "x.csv"
+    if "read_csv" in sql:
+        out.write_text("a\n1\n")
+    kept = next((d / "run" / "kept" / "s").glob("*.parquet"))
+    before = kept.read_bytes()
+    assert main(["query", str(d / "run"), sql.format(out=out, kept=kept)]) != 0
+    err = capsys.readouterr().err
+    assert says in err and "Traceback" not in err and len(err.strip().splitlines()) == 1
+    assert kept.read_bytes() == before and (out.exists() == ("read_csv" in sql))
+
+
+def test_curate_query_still_reads_the_run_and_writes_out(tiny_run, tmp_path):
+    from curate.cli import main
+    from curate.query import query
+
+    d, _ = tiny_run
+    assert query(str(d / "run"), "SELECT count(*) AS n FROM kept;", fmt="csv") == "n\n3"
+    for fmt in ("csv", "json", "parquet"):
+        assert main(["query", str(d / "run"), "SELECT id FROM kept ORDER BY id", "--format", fmt, "--out", str(tmp_path / f"r.{fmt}")]) == 0
+    assert (tmp_path / "r.csv").read_text().splitlines() == ["id", "s/a.jsonl/0", "s/a.jsonl/1", "s/a.jsonl/2"]
+    assert json.loads((tmp_path / "r.json").read_text().splitlines()[0]) == {"id": "s/a.jsonl/0"}

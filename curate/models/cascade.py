@@ -8,11 +8,11 @@ cascade score every document of their sources and decide together (`decided_by` 
 
 from __future__ import annotations
 
-import duckdb
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from curate.sql import connect, quote
+from curate.sql_guard import expression_error
 
 
 def decided_ids(scores: pa.Table, decides: str) -> pa.Array:
@@ -89,11 +89,5 @@ def quote_ident(name: str) -> str:
 
 
 def check_predicate(predicate: str) -> str | None:
-    """A parse error of `predicate` in one line, or None."""
-    try:
-        connect().sql(f"EXPLAIN SELECT * FROM (SELECT 1 AS _x) WHERE ({predicate})")
-    except duckdb.ParserException as exc:
-        return str(exc).splitlines()[0]
-    except duckdb.Error:
-        pass
-    return None
+    """Why `predicate` is not one SQL expression (a parse error, a smuggled statement) in one line, or None."""
+    return expression_error(predicate)

@@ -22,6 +22,7 @@ from curate.errors import ConfigError
 from curate.io import fs
 from curate.recipes import Rule, load_recipe
 from curate.sql import connect, reason_sql
+from curate.sql_guard import check_expression
 from curate.stages.registry import stage
 from curate.stages.shard import Output, ShardRef, ShardStage, removals
 
@@ -48,12 +49,7 @@ class FilterStage(ShardStage):
             for i, name in enumerate(names):
                 load_recipe(name, file, f"{key}.recipes.{source}[{i}]")
         for source, predicate in options["where"].items():
-            try:
-                connect().sql(f"EXPLAIN SELECT * FROM (SELECT 1 AS _x) WHERE ({predicate})")
-            except duckdb.ParserException as exc:
-                raise ConfigError(file, f"{key}.where.{source}", f"invalid SQL predicate: {str(exc).splitlines()[0]}") from None
-            except duckdb.Error:
-                pass  # column names are checked against the data when the stage is planned
+            check_expression(predicate, file, f"{key}.where.{source}")  # column names: checked when the stage is planned
 
     def rules(self, source: str) -> list[Rule]:
         out = []
