@@ -13,6 +13,8 @@ from pathlib import Path
 
 import yaml
 
+from curate.config.yaml_strict import load as strict_yaml
+from curate.config.yaml_strict import one_line
 from curate.errors import ConfigError
 from curate.packaged import filters_dir
 from curate.sql_guard import check_expression
@@ -46,9 +48,9 @@ def load_recipe(name: str, pipeline_file: str, key: str) -> list[Rule]:
     else:
         raise ConfigError(pipeline_file, key, f"no filter recipe '{name}'; available: {', '.join(available(pipeline_file)) or 'none'}")
     try:
-        spec = yaml.safe_load(path.read_text())
+        spec = strict_yaml(path.read_text())
     except yaml.YAMLError as exc:
-        raise ConfigError(str(path), "", f"invalid YAML: {exc}") from None
+        raise ConfigError(str(path), "", f"invalid YAML: {one_line(exc)}") from None
     rules = spec.get("rules") if isinstance(spec, dict) else None
     if not isinstance(rules, dict) or not rules or not all(isinstance(v, str) for v in rules.values()):
         raise ConfigError(str(path), "rules", "expected a mapping of rule name -> SQL predicate")

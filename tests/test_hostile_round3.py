@@ -150,3 +150,66 @@ def test_curate_query_still_reads_the_run_and_writes_out(tiny_run, tmp_path):
         assert main(["query", str(d / "run"), "SELECT id FROM kept ORDER BY id", "--format", fmt, "--out", str(tmp_path / f"r.{fmt}")]) == 0
     assert (tmp_path / "r.csv").read_text().splitlines() == ["id", "s/a.jsonl/0", "s/a.jsonl/1", "s/a.jsonl/2"]
     assert json.loads((tmp_path / "r.json").read_text().splitlines()[0]) == {"id": "s/a.jsonl/0"}
+
+
+# --- 3. configs that fail open or late ------------------------------------------------------------
+
+@pytest.mark.parametrize("override, key", [
+    ("stages.mix.weights.s=.nan", "stages.mix.weights.s"),
+    ("stages.mix.allow_epochs=.inf", "stages.mix.allow_epochs"),
+    ("stages.dual_use.threshold=.nan", "stages.dual_use.threshold"),
+    ("execution.max_bad_fraction=.nan", "execution.max_bad_fraction"),
+    ("sources.s.storage_options.x=-.inf", "sources.s.storage_options.x"),
+    ("stages.dual_use.threshold=nan", "stages.dual_use.threshold"),
+])
+def test_nan_and_infinity_are_refused_at_load(tmp_path, override, key):
+    from curate import load_pipeline
+    from curate.errors import ConfigError
+
+    (tmp_path / "a.jsonl").write_text('{"text": "t"}\n')
+    f = _pipeline(tmp_path, f"  s:\n    format: jsonl\n    paths: '{tmp_path}/a.jsonl'",
+                  stages="  ingest: {}\n  dual_use: {}\n  mix: {weights: {s: 1.0}}\n")
+    with pytest.raises(ConfigError, match=rf"{key.replace('.', '[.]')}: expected a finite number"):
+        load_pipeline(f, [override])
+
+
+def test_duplicate_yaml_keys_are_an_error(tmp_path, monkeypatch):
+    from curate import load_pipeline
+    from curate.errors import ConfigError
+    from curate.recipes import load_recipe
+
+    (tmp_path / "a.jsonl").write_text('{"text": "t"}\n')
+    f = _pipeline(tmp_path, f"  s:\n    format: jsonl\n    paths: '{tmp_path}/a.jsonl'",
+                  stages="  ingest: {}\n  f: {use: filter, where: {s: 'length(text) > 0'}}\n  f: {use: filter, where: {s: 'true'}}\n")
+    with pytest.raises(ConfigError, match=r"line 10, column 3: duplicate key 'f' \(first at line 9\)"):
+        load_pipeline(f)
+    (tmp_path / "filters").mkdir()
+    (tmp_path / "filters" / "twice.yaml").write_text("name: twice\nrules:\n  a: x > 1\n  a: x > 2\n")
+    monkeypatch.setenv("CURATE_FILTERS", str(tmp_path / "filters"))
+    with pytest.raises(ConfigError, match="twice.yaml: invalid YAML: line 4, column 3: duplicate key 'a'"):
+        load_recipe("twice", f, "stages.f.recipes.s[0]")
+    f = _pipeline(tmp_path, f"  s:\n    format: jsonl\n    paths: '{tmp_path}/a.jsonl'", stages="  ingest: {}\n  f: {use: filter}\n")
+    with pytest.raises(ConfigError, match="duplicate key 'x'"):
+        load_pipeline(f, ["stages.f.where={s: 'a', x: 1, x: 2}"])
+
+
+@pytest.mark.parametrize("name", ["../../x", "a/b", ".hidden", "x y", "..", ""])
+def test_a_step_name_that_is_not_a_safe_name_is_refused(tmp_path, name):
+    from curate import load_pipeline
+    from curate.errors import ConfigError
+
+    (tmp_path / "a.jsonl").write_text('{"text": "t"}\n')
+    f = _pipeline(tmp_path, f"  s:\n    format: jsonl\n    paths: '{tmp_path}/a.jsonl'",
+                  stages=f"  ingest: {{}}\n  '{name}': {{use: filter, where: {{s: 'true'}}}}\n")
+    with pytest.raises(ConfigError, match="a step name names folders of the run"):
+        load_pipeline(f)
+
+
+def test_a_dual_use_model_with_several_labels_must_name_the_flagging_one(tmp_path, sample_dir, capsys):
+    from test_classify import pipeline
+
+    f = pipeline(tmp_path, sample_dir, f"  dual_use:\n    model: '{sample_dir}/models/dual_use_demo.bin'\n")
+    assert run_cli(f, "--output", tmp_path / "run", "--inline", "-q") == 2
+    err = capsys.readouterr().err
+    assert "stages.dual_use.model:" in err and "labels" in err and "name the one that flags" in err and "Traceback" not in err
+    assert not (tmp_path / "run" / "docs").exists()

@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Mapping
@@ -13,10 +14,13 @@ import yaml
 
 from curate.config.chain import check_chain, final_last
 from curate.config.interpolate import interpolate
-from curate.config.schema import Field, check_mapping, describe, suggest
+from curate.config.schema import Field, check_finite, check_mapping, describe, suggest
+from curate.config.yaml_strict import DuplicateKeyError, one_line
+from curate.config.yaml_strict import load as strict_yaml
 from curate.errors import ConfigError
 
 RESERVED_STAGE_NAMES = {"kept"}
+STEP_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]{0,99}")
 
 
 def _formats():
@@ -122,7 +126,9 @@ def parse_override(text: str) -> tuple[list[str], object]:
         raise ConfigError("--set", text, "expected KEY.PATH=VALUE")
     key, raw = text.split("=", 1)
     try:
-        value = yaml.safe_load(raw) if raw.strip() else raw
+        value = strict_yaml(raw) if raw.strip() else raw
+    except DuplicateKeyError as exc:
+        raise ConfigError("--set", key.strip(), f"invalid YAML: {one_line(exc)}") from None
     except yaml.YAMLError:
         value = raw
     if value is None and raw.strip() not in ("null", "~"):
@@ -156,11 +162,9 @@ def load_pipeline(path: str | os.PathLike, overrides: list[str] | None, stages: 
     except IsADirectoryError:
         raise ConfigError(file, "", "is a directory, expected a YAML pipeline file") from None
     try:
-        raw = yaml.safe_load(text)
+        raw = strict_yaml(text)
     except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f"line {mark.line + 1}, column {mark.column + 1}: " if mark else ""
-        raise ConfigError(file, "", f"{where}invalid YAML: {getattr(exc, 'problem', None) or exc}") from None
+        raise ConfigError(file, "", f"invalid YAML: {one_line(exc)}") from None
     if not isinstance(raw, dict):
         raise ConfigError(file, "", "expected a mapping at the top level (name, sources, stages, ...)")
     raw = apply_overrides(interpolate(raw, file), overrides or [])
@@ -168,6 +172,7 @@ def load_pipeline(path: str | os.PathLike, overrides: list[str] | None, stages: 
 
 
 def validate(raw: dict, file: str, registry: Mapping[str, type]) -> Pipeline:
+    check_finite(raw, file)
     top = check_mapping(raw, TOP_KEYS, file, "")
     if not top["sources"]:
         raise ConfigError(file, "sources", "expected at least one source")
@@ -203,6 +208,9 @@ def _validate_stages(raw_stages: dict, sources: dict, file: str, registry: Mappi
         options = {} if options is None else options
         if not isinstance(options, dict):
             raise ConfigError(file, key, f"expected a mapping of options (or {{}}), got {type(options).__name__}")
+        if not isinstance(name, str) or not STEP_NAME.fullmatch(name):
+            raise ConfigError(file, key, "a step name names folders of the run: letters, digits, '_' and '-', starting with a letter "
+                                         "or digit (e.g. quality_filter)")
         if name in RESERVED_STAGE_NAMES:
             raise ConfigError(file, key, f"'{name}' is reserved for the final output; choose another stage name")
         enabled = options.get("enabled", True)

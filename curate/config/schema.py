@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import difflib
+import math
 from dataclasses import dataclass
 from typing import Any, Callable
 
@@ -61,6 +62,8 @@ def check(value, spec: Field, file: str, key: str):
         raise ConfigError(file, key, f"expected {_expected(spec)}, got {describe(value)}")
     if float in spec.types and isinstance(value, int) and int not in spec.types:
         value = float(value)
+    if isinstance(value, float) and not math.isfinite(value):
+        raise ConfigError(file, key, _not_finite(value))
     if spec.min is not None and _is(value, float) and value < spec.min:
         raise ConfigError(file, key, f"expected a value >= {spec.min}, got {value}")
     if spec.max is not None and _is(value, float) and value > spec.max:
@@ -77,6 +80,23 @@ def check(value, spec: Field, file: str, key: str):
         elif spec.item is not None:
             value = {k: check(v, spec.item, file, f"{key}.{k}") for k, v in value.items()}
     return value
+
+
+def _not_finite(value: float) -> str:
+    return f"expected a finite number, got {value} (NaN and infinity are never a valid weight, threshold or limit)"
+
+
+def check_finite(value, file: str, key: str = "") -> None:
+    """No NaN or infinity anywhere in a config, free-form mappings (resources, storage options) included:
+    they would pass every `>=` bound and fail late, or never."""
+    if isinstance(value, float) and not math.isfinite(value):
+        raise ConfigError(file, key, _not_finite(value))
+    if isinstance(value, dict):
+        for k, v in value.items():
+            check_finite(v, file, _join(key, k))
+    elif isinstance(value, list):
+        for i, v in enumerate(value):
+            check_finite(v, file, f"{key}[{i}]")
 
 
 def check_mapping(value: dict, keys: dict[str, Field], file: str, key: str) -> dict:

@@ -71,7 +71,7 @@ def _resolve_label(label: str | None, labels: list[str], prefix: str = "__label_
     return bare
 
 
-def check_fasttext(spec: ModelSpec) -> None:
+def check_fasttext(spec: ModelSpec) -> list[str]:
     path = Path(spec.path).expanduser()
     if not path.exists():
         raise FileNotFoundError(f"no such file: {spec.path}")
@@ -80,7 +80,9 @@ def check_fasttext(spec: ModelSpec) -> None:
     header = read_header(path)
     if header["model"] != SUPERVISED:
         raise ValueError("not a supervised (classifier) fastText model: word vectors cannot score text")
-    _resolve_label(spec.label, [lb.removeprefix("__label__") for lb in header["labels"]])
+    labels = [lb.removeprefix("__label__") for lb in header["labels"]]
+    _resolve_label(spec.label, labels)
+    return labels
 
 
 class FastTextModel:

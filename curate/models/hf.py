@@ -109,7 +109,7 @@ def load_tokenizer(path: str):
         return AutoTokenizer.from_pretrained(path)
 
 
-def check_hf(spec: ModelSpec) -> None:
+def check_hf(spec: ModelSpec) -> list[str]:
     """Config, labels, tokenizer and (for local folders) a weights file, without loading weights."""
     from transformers import AutoConfig
 
@@ -124,6 +124,7 @@ def check_hf(spec: ModelSpec) -> None:
     tokenizer = load_tokenizer(spec.path)
     if not getattr(tokenizer, "is_fast", False):
         raise ValueError(f"needs a fast (Rust) tokenizer, got {type(tokenizer).__name__}")
+    return labels_of(config)
 
 
 def load_hf(spec: ModelSpec, device: str):

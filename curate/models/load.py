@@ -43,9 +43,9 @@ def _needs_torch(spec: ModelSpec) -> None:
                                       f"them: pip install 'curate[models]'")
 
 
-def check_model(spec: ModelSpec) -> None:
+def check_model(spec: ModelSpec) -> list[str]:
     """Cheap checks (path, config, labels, tokenizer; fastText: the file header); no weights loaded.
-    Raises ModelLoadError with a one-line message."""
+    Returns the model's labels (one for a regression head); raises ModelLoadError with a one-line message."""
     validate_spec(spec)
     if spec.kind in TORCH_KINDS:
         _needs_torch(spec)
@@ -53,15 +53,14 @@ def check_model(spec: ModelSpec) -> None:
         if spec.kind == "fasttext":
             from curate.models.fasttext_model import check_fasttext
 
-            check_fasttext(spec)
-        elif spec.kind == "hf":
+            return check_fasttext(spec)
+        if spec.kind == "hf":
             from curate.models.hf import check_hf
 
-            check_hf(spec)
-        else:
-            from curate.models.nemo import check_nemo
+            return check_hf(spec)
+        from curate.models.nemo import check_nemo
 
-            check_nemo(spec)
+        return check_nemo(spec)
     except ModelLoadError:
         raise
     except Exception as exc:  # noqa: BLE001 - every cause becomes the one-line error a user reads

@@ -117,11 +117,13 @@ def _weights_file(spec: ModelSpec) -> Path:
     raise FileNotFoundError(f"no weights file ({', '.join(WEIGHTS)}) in {spec.path}")
 
 
-def check_nemo(spec: ModelSpec) -> None:
+def check_nemo(spec: ModelSpec) -> list[str]:
     cfg, _ = read_config(spec)
-    head_of(spec, _labels_config(cfg))
+    labels = _labels_config(cfg)
+    head_of(spec, labels)
     _weights_file(spec)
     _tokenizer(spec, cfg, _file(spec, "config.json").parent)
+    return [labels.id2label[i] for i in range(labels.num_labels)]
 
 
 def load_state(path: Path) -> dict:

@@ -78,8 +78,15 @@ class DualUseStage(ShardStage):
 
     def preflight(self) -> None:
         Blocklist.from_file(self.terms_path())  # a missing or empty term file fails here, in one line
-        if self.model() is not None:
-            self.model().check()
+        model = self.model()
+        if model is None:
+            return
+        labels = model.check()
+        if len(labels) > 1 and model.spec.label is None:  # the top label's probability flags whatever it predicts
+            shown = ", ".join(labels[:10]) + (" ..." if len(labels) > 10 else "")
+            raise ConfigError(self.pipeline.file, f"stages.{self.name}.model",
+                              f"{model.spec.path} has {len(labels)} labels ({shown}): name the one that flags, "
+                              f"e.g. `model: {{path: {model.spec.path}, label: {labels[-1]}}}`")
 
     def owned_paths(self) -> list[str]:  # scans and scores are keyed phases: they survive a new threshold
         return [self.run.path("ledger", self.name), self.run.state(self.name, "shards"),

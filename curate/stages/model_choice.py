@@ -48,11 +48,12 @@ class ModelChoice:
     def applies_to(self, source: str) -> bool:
         return self.sources is None or source in self.sources
 
-    def check(self) -> None:
+    def check(self) -> list[str]:
+        """Cheap checks of the model (no weights loaded); its labels."""
         from curate.models.load import check_model
 
         with self._named():
-            check_model(self._local())
+            return check_model(self._local())
 
     def load(self):
         from curate.models.load import load_model
