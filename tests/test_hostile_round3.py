@@ -213,3 +213,72 @@ def test_a_dual_use_model_with_several_labels_must_name_the_flagging_one(tmp_pat
     err = capsys.readouterr().err
     assert "stages.dual_use.model:" in err and "labels" in err and "name the one that flags" in err and "Traceback" not in err
     assert not (tmp_path / "run" / "docs").exists()
+
+
+# --- 4. inputs that stop a run ----------------------------------------------------------------------
+
+def test_a_record_nested_300_deep_is_a_bad_record_not_a_dead_ingest(tmp_path, capsys):
+    deep = '{"text": "deep", "meta": ' + "[" * 300 + "]" * 300 + "}\n"
+    (tmp_path / "a.jsonl").write_text('{"text": "one"}\n' + deep + '{"text": "two"}\n')
+    f = _pipeline(tmp_path, f"  s:\n    format: jsonl\n    paths: '{tmp_path}/a.jsonl'")
+    assert run_cli(f, "--output", tmp_path / "run", "--inline", "-q") == 0
+    assert _counts(tmp_path / "run", "s") == (3, 2, {"bad_record:too_deep": 1})
+    ledger = duckdb.sql(f"SELECT id, reason, detail FROM read_parquet('{tmp_path}/run/ledger/**/*.parquet')").fetchall()
+    assert ledger == [("s/a.jsonl/1", "bad_record:too_deep", ledger[0][2])] and "line 2" in ledger[0][2]
+    assert run_cli(f, "--output", tmp_path / "strict", "--inline", "-q", "--set", "execution.max_bad_fraction=0.1") == 1
+    err = capsys.readouterr().err
+    assert "1 of 3 records are bad" in err and "too_deep x1" in err and "Traceback" not in err
+
+
+def _skippable(payload: bytes, magic: int = 0x184D2A50) -> bytes:
+    import struct
+
+    return struct.pack("<II", magic, len(payload)) + payload
+
+
+def test_zstd_written_by_pzstd_a_skippable_frame_first_is_read(tmp_path):
+    import zstandard
+
+    lines = [json.dumps({"text": f"doc {i}"}) + "\n" for i in range(6)]
+    z = zstandard.ZstdCompressor()
+    data = (_skippable(b"\x10\x00\x00\x00") + z.compress("".join(lines[:3]).encode())
+            + _skippable(b"index", 0x184D2A5F) + z.compress("".join(lines[3:]).encode()))
+    (tmp_path / "a.jsonl.zst").write_bytes(data)
+    f = _pipeline(tmp_path, f"  s:\n    format: jsonl\n    paths: '{tmp_path}/a.jsonl.zst'")
+    assert run_cli(f, "--output", tmp_path / "run", "--inline", "-q") == 0
+    assert _counts(tmp_path / "run", "s") == (6, 6, {})
+    texts = duckdb.sql(f"SELECT text FROM read_parquet('{tmp_path}/run/kept/s/*.parquet') ORDER BY id").fetchall()
+    assert [t for (t,) in texts] == [f"doc {i}" for i in range(6)]
+
+
+def test_real_pzstd_output_is_read(tmp_path):
+    import shutil
+    import subprocess
+
+    if not shutil.which("pzstd"):
+        pytest.skip("pzstd is not installed")
+    plain = tmp_path / "a.jsonl"
+    plain.write_text("".join(json.dumps({"text": f"doc {i}"}) + "\n" for i in range(50)))
+    subprocess.run(["pzstd", "-q", "-p", "2", str(plain), "-o", str(tmp_path / "b.jsonl.zst")], check=True)
+    plain.unlink()
+    f = _pipeline(tmp_path, f"  s:\n    format: jsonl\n    paths: '{tmp_path}/b.jsonl.zst'")
+    assert run_cli(f, "--output", tmp_path / "run", "--inline", "-q") == 0
+    assert _counts(tmp_path / "run", "s") == (50, 50, {})
+
+
+def test_a_term_of_200k_characters_builds_in_linear_time_and_matches():
+    import random
+    import time
+
+    import pyarrow as pa
+
+    from curate.dualuse import Blocklist
+
+    rng = random.Random(0)
+    words = ["alpha", "beta", "bee", "hive", "honey", "queen", "wax"]
+    long_term = " ".join(rng.choice(words) for _ in range(40_000))[:200_000].strip()
+    blocklist = Blocklist([long_term, "honey bee", "queen"])
+    start = time.perf_counter()
+    hits, _ = blocklist.scan(pa.array([long_term, "a queen bee", "x" + long_term[:-1]]))
+    assert time.perf_counter() - start < 10  # before: 40 s, and quadratic (a 1.2 MB term: over 14 minutes)
+    assert list(hits) == [1 + ("honey bee" in long_term) + 1, 1, ("honey bee" in long_term[:-1]) + ("queen" in long_term[:-1])]

@@ -35,6 +35,7 @@ states that end terms, rare classes).
 
 from __future__ import annotations
 
+from bisect import bisect_left
 from collections import Counter
 from dataclasses import dataclass
 
@@ -88,6 +89,41 @@ class Automaton:
         return sum(getattr(self, name).nbytes for name in (
             "classes", "exp_offsets", "exp_classes", "delta", "info", "row_state", "rare_keys", "rare_next",
             "first_out", "out_link", "term_at"))
+
+
+class _Tail:
+    """One state alone at its depth, without a row (a long term's tail, past every other term): the level's
+    work in scalars, as `go` does it for arrays, so a term of a million characters builds in seconds."""
+
+    def __init__(self, row_of, label, rows, fail, rare_key, rare_child, h: int, n: int):
+        self.row_of, self.label = row_of.tolist(), label.tolist()
+        self.rows, self.fail, self.h, self.n = rows, fail, h, n
+        self.rare_key, self.rare_child = rare_key.tolist(), rare_child.tolist()
+
+    def go(self, s: int, c: int) -> int:
+        while True:
+            r = self.row_of[s]
+            if r >= 0:
+                if c < self.h:
+                    return int(self.rows[r, c])
+                key = c * self.n + s
+                i = bisect_left(self.rare_key, key)
+                if i < len(self.rare_key) and self.rare_key[i] == key:
+                    return self.rare_child[i]
+                if s == 0:
+                    return 0
+            elif self.label[s] == c:
+                return s + 1
+            s = int(self.fail[s])
+
+    def step(self, s: int, first_out, out_link, n_out, term_at) -> None:
+        f = int(self.fail[s])
+        out_link[s] = first_out[f]
+        ends = term_at[s] >= 0
+        first_out[s] = s if ends else out_link[s]
+        n_out[s] = int(ends) + n_out[f]
+        if self.label[s] >= 0:  # its one edge, to s + 1
+            self.fail[s + 1] = self.go(f, self.label[s])
 
 
 def build(terms: list[str], dense_bytes: int | None = None, row_depth: int | None = None) -> Automaton:
@@ -184,22 +220,31 @@ def build(terms: list[str], dense_bytes: int | None = None, row_depth: int | Non
     n_out = np.zeros(n, dtype=np.int64)  # terms ending at a state: its output chain's length
     top = (parent == 0) & (ecls < h)
     rows[0, ecls[top]] = child[top]
+    # level by level, each level's states and edges a slice of one sort: linear in the terms' total length
+    # (a mask over every edge per level would be quadratic in the longest term)
+    levels = np.arange(depth.max() + 2)
     by_depth = np.argsort(depth, kind="stable")
-    starts = np.searchsorted(depth[by_depth], np.arange(depth.max() + 2))
+    starts = np.searchsorted(depth[by_depth], levels)
     edge_depth = depth[parent]
+    edges_by_depth = np.argsort(edge_depth, kind="stable")
+    edge_starts = np.searchsorted(edge_depth[edges_by_depth], levels)
+    tail = _Tail(row_of, label, rows, fail, rare_key, rare_child, h, n)
     for d in range(1, int(depth.max()) + 1):
+        if starts[d + 1] - starts[d] == 1 and not has_row[by_depth[starts[d]]]:  # deep in one long term: no arrays
+            tail.step(int(by_depth[starts[d]]), first_out, out_link, n_out, term_at)
+            continue
         states = by_depth[starts[d]:starts[d + 1]]  # their failure links are known, and shallower
         f = fail[states]
         out_link[states] = first_out[f]
         first_out[states] = np.where(term_at[states] >= 0, states, out_link[states])
         n_out[states] = (term_at[states] >= 0) + n_out[f]
-        level = edge_depth == d  # edges out of these states
+        level = edges_by_depth[edge_starts[d]:edge_starts[d + 1]]  # edges out of these states
         fail[child[level]] = go(fail[parent[level]], ecls[level])
         br = states[has_row[states]]
         if len(br):
             cols = np.tile(np.arange(h), len(br))
             rows[row_of[br]] = go(np.repeat(fail[br], h), cols).reshape(len(br), h)
-            own = level & has_row[parent] & (ecls < h)
+            own = level[has_row[parent[level]] & (ecls[level] < h)]
             rows[row_of[parent[own]], ecls[own]] = child[own]
 
     handle = np.where(has_row & (first_out < 0), row_of * h, -(np.arange(n) + 1))

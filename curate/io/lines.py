@@ -158,8 +158,7 @@ class _Zstd(_Members):
         return self.ctx.decompressobj()
 
     def _starts_member(self, head: bytes) -> bool:
-        # a frame, or a skippable frame (magic 0x184D2A50-0x184D2A5F, little-endian)
-        return head == ZSTD_MAGIC or (head[1:] == b"\x2a\x4d\x18" and head[0] & 0xF0 == 0x50)
+        return starts_zstd(head)
 
 
 class _Plain:
@@ -177,10 +176,16 @@ class _Plain:
         return True
 
 
+def starts_zstd(head: bytes) -> bool:
+    """A zstd frame, or a skippable frame (magic 0x184D2A50-0x184D2A5F, little-endian), which `pzstd` writes
+    first (its index of the frames that follow)."""
+    return head[:4] == ZSTD_MAGIC or (head[1:4] == b"\x2a\x4d\x18" and head[0] & 0xF0 == 0x50)
+
+
 def sniff(head: bytes):
     if head.startswith(GZIP_MAGIC):
         return _Gzip()
-    if head.startswith(ZSTD_MAGIC):
+    if starts_zstd(head):
         return _Zstd()
     return _Plain()
 

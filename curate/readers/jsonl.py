@@ -199,6 +199,12 @@ def read_jsonl(task: ReadTask, fmt: Format, handle, batch_rows: int, bad: BadRec
         if not text.strip():
             bad.add(doc_id, "empty_text", where, "text is empty or whitespace")
             continue
+        rest = {k: v for k, v in obj.items() if k not in consumed}
+        try:
+            meta = orjson.dumps(rest).decode() if rest else None
+        except orjson.JSONEncodeError as exc:  # nested past orjson's 255 levels: the record, not the run, is bad
+            bad.add(doc_id, "too_deep", where, f"a field other than the text is nested too deeply to store ({exc})")
+            continue
         if get_id:
             if doc_id in seen_ids:
                 bad.add(f"{fallback}#dup", "duplicate_id", where, f"id {doc_id!r} already seen in this file")
@@ -212,8 +218,7 @@ def read_jsonl(task: ReadTask, fmt: Format, handle, batch_rows: int, bad: BadRec
             c["url"].append(url if isinstance(url, str) else None)
         for name, _ in fmt.promote:
             c[name].append(obj.get(name))
-        rest = {k: v for k, v in obj.items() if k not in consumed}
-        c["meta"].append(orjson.dumps(rest).decode() if rest else None)
+        c["meta"].append(meta)
         if len(cols) >= batch_rows:
             yield cols.table()
     if len(cols):
