@@ -282,3 +282,50 @@ def test_a_term_of_200k_characters_builds_in_linear_time_and_matches():
     hits, _ = blocklist.scan(pa.array([long_term, "a queen bee", "x" + long_term[:-1]]))
     assert time.perf_counter() - start < 10  # before: 40 s, and quadratic (a 1.2 MB term: over 14 minutes)
     assert list(hits) == [1 + ("honey bee" in long_term) + 1, 1, ("honey bee" in long_term[:-1]) + ("queen" in long_term[:-1])]
+
+
+# --- 5. traps around the run ------------------------------------------------------------------------
+
+def test_publish_into_a_folder_holding_another_run_is_refused(tmp_path):
+    from curate.errors import CurateError
+    from curate.manifest.build import write_manifest
+    from curate.manifest.publish import MARKER, publish
+    from curate.manifest.verify import verify
+    from test_manifest import body, make_run
+
+    a, b = tmp_path / "a", tmp_path / "b"
+    write_manifest(str(a), body(), make_run(a))
+    files = make_run(b)
+    (b / files[0]).write_bytes(b"another run's bytes")
+    write_manifest(str(b), body(), files)
+    dest = tmp_path / "dest"
+    publish(str(a), str(dest))
+    publish(str(a), str(dest))  # the same run again: fine
+    before = sorted(p.relative_to(dest) for p in dest.rglob("*"))
+    with pytest.raises(CurateError, match=r"refusing to publish into .*dest: it holds \d+ files \(e\.g\. .*\) of something other than this run"):
+        publish(str(b), str(dest))
+    assert sorted(p.relative_to(dest) for p in dest.rglob("*")) == before and verify(str(dest)) == []
+    other = tmp_path / "other"
+    other.mkdir()
+    (other / "notes.txt").write_text("mine")
+    with pytest.raises(CurateError, match="refusing to publish into"):
+        publish(str(a), str(other))
+    (dest / "manifest.json").unlink()  # a publish of this run cut short: its marker lets a retry finish
+    (dest / MARKER).write_bytes((a / "manifest.json").read_bytes())
+    publish(str(a), str(dest))
+    assert verify(str(dest)) == [] and not (dest / MARKER).exists()
+
+
+def test_address_auto_goes_to_ray_as_auto(monkeypatch):
+    import ray
+
+    from curate.runner import cluster
+
+    got = {}
+    monkeypatch.setattr(cluster, "probe", lambda address, seconds=0: "10.0.0.1:6379")
+    monkeypatch.setattr(ray, "init", lambda address=None, **kw: got.setdefault("address", address))
+    cluster.join("auto", None)
+    assert got["address"] == "auto"  # Ray finds the session (and its auth token) itself
+    got.clear()
+    cluster.join("10.0.0.2:6379", None)
+    assert got["address"] == "10.0.0.1:6379"

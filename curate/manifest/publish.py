@@ -22,12 +22,33 @@ from .verify import check_files, read_manifest
 
 log = logging.getLogger("curate")
 EXTRAS = ("pipeline.yaml",)  # copied alongside the listed files when present, even if unlisted
+MARKER = ".curate-publishing"  # at DEST while a publish is under way: the manifest of the run being copied
 
 
 def _same_place(src_fs, src: str, dst_fs, dst: str) -> bool:
     if fs.is_local(src_fs) and fs.is_local(dst_fs):
         return os.path.realpath(src) == os.path.realpath(dst)
     return type(src_fs) is type(dst_fs) and src.rstrip("/") == dst.rstrip("/")
+
+
+def _check_destination(dst_fs, dst_root: str, dest: str, raw: bytes) -> None:
+    """DEST must be empty, new, or hold this very run (its manifest, or the marker of an unfinished publish
+    of it): publishing over another run would merge the two, and `verify` checks only listed files."""
+    try:
+        present = dst_fs.find(dst_root) if dst_fs.exists(dst_root) else []
+    except OSError as exc:
+        raise CurateError(f"publishing to {dest}: cannot list it ({exc})") from None
+    if not present:
+        return
+    for name in (schema.MANIFEST_NAME, MARKER):
+        try:
+            if dst_fs.cat_file(fs.join(dst_root, name)) == raw:
+                return
+        except (FileNotFoundError, IsADirectoryError):
+            pass
+    example = present[0][len(dst_root.rstrip("/")) + 1:] if present[0].startswith(dst_root.rstrip("/")) else present[0]
+    raise CurateError(f"refusing to publish into {dest}: it holds {len(present)} file{'s' if len(present) != 1 else ''} "
+                      f"(e.g. {example}) of something other than this run; publish into an empty or new folder, or remove it first")
 
 
 def _problems(lines: list[str], limit: int = 20) -> str:
@@ -62,6 +83,11 @@ def publish(run: str, dest: str, storage_options: dict | None = None, *, run_sto
     total = sum(size for size, _ in items.values())
     log.info("publish %s -> %s: %d files, %.1f MiB", run, dest, len(items), total / 2**20)
 
+    _check_destination(dst_fs, dst_root, dest, raw)
+    marker = fs.join(dst_root, MARKER)
+    if fs.is_local(dst_fs):
+        dst_fs.makedirs(dst_root, exist_ok=True)
+    dst_fs.pipe_file(marker, raw)  # says whose files these are until the manifest does: a retry may go on
     dst_manifest = fs.join(dst_root, schema.MANIFEST_NAME)
     if dst_fs.exists(dst_manifest):  # it describes files about to be overwritten: take it down first
         log.info("publish: removing the previous %s at %s", schema.MANIFEST_NAME, dest)
@@ -85,6 +111,7 @@ def publish(run: str, dest: str, storage_options: dict | None = None, *, run_sto
                           f"{schema.MANIFEST_NAME} was not written:\n  {_problems(wrong)}")
 
     store.write_atomic(dst_fs, dst_manifest, raw)
+    dst_fs.rm(marker)
     seconds = round(time.monotonic() - started, 3)
     report = {"dest": dest, "files": len(sent), "bytes": sum(sent.values()), "seconds": seconds}
     log.info("published %s -> %s: %d files, %.1f MiB in %.1fs", run, dest, report["files"],

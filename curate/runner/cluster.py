@@ -76,7 +76,7 @@ def join(address: str, runtime_env: dict | None, **kwargs) -> None:
     exception can interrupt, so past `INIT_SECONDS` the process prints one line and exits."""
     import ray
 
-    address = probe(address)
+    given, address = address, probe(address)
     done = threading.Event()
 
     def watchdog():
@@ -88,8 +88,8 @@ def join(address: str, runtime_env: dict | None, **kwargs) -> None:
             os._exit(1)
 
     threading.Thread(target=watchdog, name="curate-ray-init", daemon=True).start()
-    try:
-        ray.init(address=address, runtime_env=runtime_env, **kwargs)
+    try:  # `auto` goes to Ray as `auto`: Ray then finds the local cluster's session, its auth token included
+        ray.init(address="auto" if given == "auto" else address, runtime_env=runtime_env, **kwargs)
     finally:
         done.set()
 
