@@ -329,3 +329,17 @@ def test_address_auto_goes_to_ray_as_auto(monkeypatch):
     got.clear()
     cluster.join("10.0.0.2:6379", None)
     assert got["address"] == "10.0.0.1:6379"
+
+
+@pytest.mark.parametrize("content", [b"", b"\0" * 64, b"[1, 2]"])
+def test_an_empty_or_corrupt_lock_is_stale_not_forever(tiny_run, tmp_path, capsys, content):
+    import shutil
+
+    d, f = tiny_run
+    run = tmp_path / "run"
+    shutil.copytree(d / "run", run)
+    (run / "_lock.json").write_bytes(content)
+    assert run_cli(f, "--output", run, "--inline") == 0
+    err = capsys.readouterr().err
+    assert "holds no run" in err and "taking it over" in err and "pid None" not in err
+    assert not (run / "_lock.json").exists()

@@ -23,6 +23,7 @@ from curate.io import fs
 log = logging.getLogger("curate")
 HEARTBEAT_SECONDS = 20
 STALE_SECONDS = 90
+CORRUPT = "_corrupt"
 
 
 def _alive(pid: int) -> bool:
@@ -54,6 +55,14 @@ class RunLock:
 
     def acquire(self) -> None:
         current = self._read()
+        if current is not None and CORRUPT in current:
+            time.sleep(1.0)  # a lock created this instant has its body a moment later
+            current = self._read()
+        if current is not None and CORRUPT in current:  # a disk that was full when a run started, say
+            log.warning("curate: warning: %s holds no run (%s); treating it as stale and taking it over",
+                        self.path, current[CORRUPT])
+            fs.remove(self.path)
+            current = None
         if current is not None and not self._stale(current):
             raise CurateError(f"{self.root} is being written by another run: pid {current.get('pid')} on "
                               f"{current.get('host')} since {current.get('started')}; wait for it to finish, or stop it "
@@ -120,7 +129,15 @@ class RunLock:
                           f"{current.get('host')}") from None
 
     def _read(self) -> dict | None:
+        """The holder; None when there is no lock; `{CORRUPT: why}` for a lock file that names no run."""
         try:
-            return json.loads(fs.read_bytes(self.path))
-        except (FileNotFoundError, ValueError):
+            raw = fs.read_bytes(self.path)
+        except FileNotFoundError:
             return None
+        try:
+            holder = json.loads(raw)
+        except ValueError:
+            holder = None
+        if isinstance(holder, dict) and "token" in holder:
+            return holder
+        return {CORRUPT: "an empty file" if not raw.strip() else f"{len(raw)} bytes that are not a curate lock"}
