@@ -343,3 +343,49 @@ def test_an_empty_or_corrupt_lock_is_stale_not_forever(tiny_run, tmp_path, capsy
     err = capsys.readouterr().err
     assert "holds no run" in err and "taking it over" in err and "pid None" not in err
     assert not (run / "_lock.json").exists()
+
+
+@pytest.fixture(scope="module")
+def two_shard_run(tmp_path_factory):
+    d = tmp_path_factory.mktemp("two")
+    for name in ("a", "b"):
+        (d / f"{name}.jsonl").write_text("".join(json.dumps({"text": f"{name} doc {i}"}) + "\n" for i in range(3)))
+    f = _pipeline(d, f"  s:\n    format: jsonl\n    paths: '{d}/*.jsonl'",
+                  stages="  ingest: {}\n  f: {use: filter, where: {s: \"text NOT LIKE '%1'\"}}\n")
+    assert run_cli(f, "--output", d / "run", "--inline", "-q") == 0
+    return d / "run"
+
+
+def test_report_on_a_run_in_progress_is_no_accounting_error(two_shard_run, tmp_path, capsys):
+    import shutil
+
+    from curate.cli import main
+
+    run = tmp_path / "run"
+    shutil.copytree(two_shard_run, run)
+    (run / "summary.json").unlink()
+    (run / "_state" / "f" / "shards" / "s" / "000001-0000.json").unlink()  # the filter has done one shard of two
+    shutil.rmtree(run / "_state" / "kept")
+    assert main(["report", str(run)]) == 0
+    captured = capsys.readouterr()
+    assert "accounting error" not in captured.err and "Traceback" not in captured.err
+    assert "no summary.json yet" in (run / "report.html").read_text()
+
+
+def test_report_on_a_read_only_run_is_one_line(two_shard_run, tmp_path, capsys, monkeypatch):
+    from curate.cli import main
+    from curate.io import fs as curate_fs
+
+    real = curate_fs.write_bytes
+
+    def read_only(path, data, *args, **kwargs):
+        if str(path).startswith(str(two_shard_run)):
+            raise PermissionError(13, "Permission denied", str(path))
+        return real(path, data, *args, **kwargs)
+
+    monkeypatch.setattr(curate_fs, "write_bytes", read_only)
+    assert main(["report", str(two_shard_run)]) != 0
+    err = capsys.readouterr().err
+    assert err.strip() == f"curate: error: cannot write the report to {two_shard_run}/report.html: Permission denied; " \
+                          "give --out FILE to write it elsewhere"
+    assert main(["report", str(two_shard_run), "--out", str(tmp_path / "r.html")]) == 0 and (tmp_path / "r.html").exists()

@@ -6,6 +6,7 @@ import datetime as dt
 import logging
 from html import escape
 
+from curate.errors import CurateError
 from curate.io import fs
 from curate.report import classify, dedup, dualuse, funnel, mixture, page, removals, sections, signals, timing
 from curate.report.context import RunView, open_run
@@ -69,5 +70,9 @@ def write_report(run: str, out: str | None = None) -> str:
     view = open_run(run)
     html = render(view, gather(view))
     target = out or view.path("report.html")
-    fs.write_bytes(target, html.encode("utf-8"))
+    try:
+        fs.write_bytes(target, html.encode("utf-8"))
+    except OSError as exc:  # a read-only run (an archive, another user's): say where else it can go
+        raise CurateError(f"cannot write the report to {target}: {exc.strerror or exc}"
+                          + ("" if out else "; give --out FILE to write it elsewhere")) from None
     return target

@@ -137,7 +137,7 @@ def open_run(root: str) -> RunView:
         steps = [name for name, options in (pipeline.get("stages") or {}).items()
                  if (options or {}).get("enabled", True) is not False] + ["kept"]
         steps = [s for s in steps if run.markers(s)]
-        summary = aggregate([(s, run.markers(s)) for s in steps], list(pipeline.get("priority") or []), {})
+        summary = aggregate([(s, run.markers(s)) for s in steps], list(pipeline.get("priority") or []), {}, chain=False)
         summary_from = "task markers"
         notes.append("The run has no summary.json yet (it is running or stopped early): counts come from the task markers "
                      "of the stages that finished tasks, and wall times are not known.")
