@@ -8,6 +8,7 @@ import os
 import sys
 import time
 
+from curate import terminate
 from curate.errors import CurateError
 
 
@@ -239,6 +240,7 @@ def main(argv: list[str] | None = None) -> int:
         print("curate: error: --workers: expected an integer >= 1", file=sys.stderr)
         return 2
     _configure_logging()
+    terminate.install()
     try:
         return args.func(args)
     except CurateError as exc:
@@ -248,6 +250,9 @@ def main(argv: list[str] | None = None) -> int:
 
             traceback.print_exception(exc.__cause__)
         return exc.exit_code
+    except terminate.Terminated:
+        print("curate: terminated (SIGTERM); every finished task is kept: re-run the same command to resume", file=sys.stderr)
+        return terminate.EXIT_CODE
     except KeyboardInterrupt:
         print("curate: interrupted; re-run the same command to resume", file=sys.stderr)
         return 130

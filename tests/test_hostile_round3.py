@@ -389,3 +389,21 @@ def test_report_on_a_read_only_run_is_one_line(two_shard_run, tmp_path, capsys, 
     assert err.strip() == f"curate: error: cannot write the report to {two_shard_run}/report.html: Permission denied; " \
                           "give --out FILE to write it elsewhere"
     assert main(["report", str(two_shard_run), "--out", str(tmp_path / "r.html")]) == 0 and (tmp_path / "r.html").exists()
+
+
+def test_sigterm_ends_a_run_with_a_curate_line_and_exit_143(sample_env, tmp_path):
+    import signal
+    import subprocess
+    import sys
+
+    from conftest import ZYDA2, env_with
+
+    proc = subprocess.Popen([sys.executable, "-m", "curate", "run", str(ZYDA2), "--output", str(tmp_path / "run"), "--inline"],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=env_with(CURATE_SAMPLE=sample_env))
+    for line in proc.stderr:
+        if "tasks" in line:  # a stage is under way
+            break
+    proc.send_signal(signal.SIGTERM)
+    err = proc.stderr.read()
+    assert proc.wait(timeout=60) == 143
+    assert err.strip().splitlines()[-1].startswith("curate: terminated (SIGTERM)") and "Traceback" not in err

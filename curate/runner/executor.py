@@ -20,6 +20,7 @@ from collections.abc import Callable, Iterable, Iterator
 
 import pyarrow as pa
 
+from curate import terminate
 from curate.errors import CurateError, StageError
 from curate.io.auth import bucket_of, is_auth_failure
 from curate.rundir import RunDir
@@ -194,6 +195,7 @@ class RayExecutor:
                 self.watcher = Watcher(None, _gcs_address(ray), placement.run)
             else:  # "local": our own embedded cluster, even when another one runs on this machine
                 self.watcher = Watcher(embedded.start(workers or os.cpu_count(), **kwargs), None, placement.run)
+            terminate.install()  # ray.init put its own SIGTERM handler in place of curate's
         alive = cluster.alive_nodes()
         self.nodes, self.node_ids, self.nodes_checked = len(alive), {n["NodeID"][:8] for n in alive}, time.monotonic()
         try:
