@@ -113,7 +113,7 @@ def _manifest(args) -> int:
 
 def _train_quality(args) -> int:
     from curate.models.examples import texts_from
-    from curate.models.train import train_fasttext
+    from curate.models.train import threshold_lines, train_fasttext
 
     positive = [t for spec in args.positive for t in texts_from(spec, args.run, args.column, args.max_docs)]
     negative = [t for spec in args.negative for t in texts_from(spec, args.run, args.column, args.max_docs)]
@@ -126,12 +126,7 @@ def _train_quality(args) -> int:
                               seed=args.seed, holdout=args.holdout, threads=args.threads)
     except (ValueError, RuntimeError) as exc:
         raise CurateError(f"train-quality: {exc}") from None
-    m = card["metrics"]
-    print(f"held-out {m['docs']:,} documents ({m['positive']:,} positive): precision {m['precision']:.3f}  recall "
-          f"{m['recall']:.3f}  F1 {m['f1']:.3f}  accuracy {m['accuracy']:.3f}" + (f"  AUC {m['auc']:.3f}" if m.get("auc") else ""))
-    print(f"{'threshold':>9}  {'precision':>9}  {'recall':>6}  {'kept':>6}")
-    for row in card["thresholds"]:
-        print(f"{row['threshold']:9.2f}  {row['precision']:9.3f}  {row['recall']:6.3f}  {row['kept_share']:6.1%}")
+    print("\n".join(threshold_lines(card)))
     print(f"wrote {args.out} (sha256 {card['sha256'][:16]}...) and its card {os.path.splitext(args.out)[0]}.json; use it as "
           f"`{{kind: fasttext, path: {args.out}, label: {card['labels']['positive']}}}` in a classify step")
     return 0
@@ -220,7 +215,8 @@ def parser() -> argparse.ArgumentParser:
     t.add_argument("--lr", type=float, default=0.1)
     t.add_argument("--word-ngrams", type=int, default=2, help="2: DCLM's word bigrams")
     t.add_argument("--min-count", type=int, default=1)
-    t.add_argument("--bucket", type=int, default=2_000_000, help="hash buckets for n-grams (smaller: a smaller model)")
+    t.add_argument("--bucket", type=int, default=None,
+                   help="hash buckets for n-grams (smaller: a smaller model); default: one per distinct n-gram, at most 2,000,000")
     t.add_argument("--seed", type=int, default=0)
     t.add_argument("--holdout", type=float, default=0.1, help="share of each class held out to measure the model")
     t.add_argument("--threads", type=int, default=1, help="1: deterministic; more: faster but not reproducible")

@@ -407,3 +407,24 @@ def test_sigterm_ends_a_run_with_a_curate_line_and_exit_143(sample_env, tmp_path
     err = proc.stderr.read()
     assert proc.wait(timeout=60) == 143
     assert err.strip().splitlines()[-1].startswith("curate: terminated (SIGTERM)") and "Traceback" not in err
+
+
+# --- 6. curate train-quality as the README shows it ------------------------------------------------
+
+def test_train_quality_prints_its_table_when_a_threshold_keeps_nothing_and_sizes_the_model(tmp_path, capsys):
+    pytest.importorskip("fasttext")
+    from curate.cli import main
+
+    texts = [f"the same page about item {i % 7} and nothing else" for i in range(40)]
+    for name in ("good", "bad"):  # the classes cannot be told apart: P(good) stays near 0.5
+        (tmp_path / f"{name}.jsonl").write_text("".join(json.dumps({"text": t}) + "\n" for t in texts))
+    out = tmp_path / "q.bin"
+    code = main(["train-quality", str(out), "--positive", str(tmp_path / "good.jsonl"), "--negative", str(tmp_path / "bad.jsonl"),
+                 "--dim", "8", "--holdout", "0.25"])
+    captured = capsys.readouterr()
+    assert code == 0, captured.err
+    rows = [line.split() for line in captured.out.splitlines() if line.strip().startswith("0.9")]
+    assert rows == [["0.90", "-", "0.000", "0.0%"]]  # keeps no held-out document: no precision, not a crash
+    assert "training a fastText model of about" in captured.err
+    card = json.loads(out.with_suffix(".json").read_text())
+    assert card["parameters"]["bucket"] == 10_000 and out.stat().st_size < 5_000_000  # fastText's default: 2,000,000 buckets, 64 MB at dim 8

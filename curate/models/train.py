@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import os
 import random
 import subprocess
@@ -27,6 +28,7 @@ from pathlib import Path
 
 import numpy as np
 
+log = logging.getLogger("curate")
 POSITIVE, NEGATIVE = "hq", "cc"
 THRESHOLDS = tuple(round(0.1 * i, 1) for i in range(1, 10))
 
@@ -133,6 +135,46 @@ def evaluate(scores, truth, thresholds=THRESHOLDS) -> tuple[dict, list[dict]]:
     return metrics, [_at(scores, truth, t) for t in thresholds]
 
 
+MAX_BUCKET = 2_000_000  # fastText's default, and DCLM's
+MIN_BUCKET = 10_000
+
+
+def size_for(lines: list[str], word_ngrams: int, cap: int = MAX_BUCKET) -> tuple[int, int]:
+    """(distinct words, hash buckets) for the training lines: one bucket per distinct word n-gram (2 to
+    `word_ngrams` words), at least MIN_BUCKET and at most `cap`. fastText's 2,000,000 buckets make an
+    800 MB model whatever the data: for 2,300 documents nearly all of it is never touched."""
+    words, grams = set(), set()
+    for line in lines:
+        tokens = line.split()[1:]  # after the label
+        words.update(tokens)
+        if len(grams) < cap:
+            for n in range(2, word_ngrams + 1):
+                grams.update(hash(tuple(tokens[i:i + n])) for i in range(len(tokens) - n + 1))
+    return len(words), max(MIN_BUCKET, min(cap, len(grams)))
+
+
+def model_bytes(words: int, bucket: int, dim: int, labels: int = 2) -> int:
+    """About the size of a fastText model file: float32 input rows for words and buckets, output rows for labels."""
+    return (words + bucket + labels) * dim * 4
+
+
+def threshold_lines(card: dict) -> list[str]:
+    """The held-out metrics and the threshold table as text; a metric with no documents to measure (a
+    threshold that keeps none) is '-'."""
+    def f(value, spec: str, width: int = 0) -> str:
+        return (format(value, spec) if value is not None else "-").rjust(width)
+
+    m = card["metrics"]
+    out = [f"held-out {m['docs']:,} documents ({m['positive']:,} positive): precision {f(m['precision'], '.3f')}  "
+           f"recall {f(m['recall'], '.3f')}  F1 {f(m['f1'], '.3f')}  accuracy {f(m['accuracy'], '.3f')}"
+           + (f"  AUC {m['auc']:.3f}" if m.get("auc") is not None else ""),
+           f"{'threshold':>9}  {'precision':>9}  {'recall':>6}  {'kept':>6}"]
+    for row in card["thresholds"]:
+        out.append(f"{row['threshold']:9.2f}  {f(row['precision'], '.3f', 9)}  {f(row['recall'], '.3f', 6)}  "
+                   f"{f(row['kept_share'], '.1%', 6)}")
+    return out
+
+
 def sha256_file(path: str | Path) -> str:
     h = hashlib.sha256()
     with open(path, "rb") as fh:
@@ -143,7 +185,7 @@ def sha256_file(path: str | Path) -> str:
 
 def train_fasttext(positive: list[str], negative: list[str], out_path, *, inputs=None, dim: int = 100,
                    epoch: int = 5, lr: float = 0.1, word_ngrams: int = 2, min_count: int = 1,
-                   bucket: int = 2_000_000, seed: int = 0, holdout: float = 0.1, threads: int = 1,
+                   bucket: int | None = None, seed: int = 0, holdout: float = 0.1, threads: int = 1,
                    thresholds=THRESHOLDS, nan_retries: int = 4,
                    labels: tuple[str, str] = (POSITIVE, NEGATIVE)) -> dict:
     """Train `__label__<labels[0]>` (positive) vs `__label__<labels[1]>` (negative), write the model at
@@ -152,8 +194,9 @@ def train_fasttext(positive: list[str], negative: list[str], out_path, *, inputs
     `labels` names the positive and negative classes (default DCLM's hq / cc; a stand-in for a model
     with other label names, e.g. High / Low, uses those). Defaults are fastText's supervised ones with
     DCLM's word bigrams. The model file holds
-    (vocabulary + bucket) x dim float32 weights: about 800 MB at the defaults; a smaller `bucket`
-    (e.g. 200,000) shrinks it with little loss on quality classifiers. `inputs` is any JSON-able
+    (vocabulary + bucket) x dim float32 weights: `bucket` None sizes it for the data (`size_for`: one
+    bucket per distinct word n-gram, at most fastText's 2,000,000, which is about 800 MB); the size is
+    logged before training. `inputs` is any JSON-able
     description of where the documents came from; it is copied into the card.
     """
     out = Path(out_path)
@@ -181,6 +224,10 @@ def train_fasttext(positive: list[str], negative: list[str], out_path, *, inputs
     hold_texts = [pos[i] for i in pos_hold] + [neg[i] for i in neg_hold]
     truth = [True] * len(pos_hold) + [False] * len(neg_hold)
 
+    words, sized = size_for(lines, word_ngrams)
+    bucket = sized if bucket is None else bucket
+    log.info("training a fastText model of about %.1f MB (%s words + %s buckets) x dim %d; --bucket and --dim size it",
+             model_bytes(words, bucket, dim) / 1e6, f"{words:,}", f"{bucket:,}", dim)
     out.parent.mkdir(parents=True, exist_ok=True)
     train_file = out.parent / f".{out.name}.train.txt"
     params = {"dim": dim, "epoch": epoch, "lr": lr, "wordNgrams": word_ngrams, "minCount": min_count,
