@@ -82,12 +82,19 @@ def s3():
             server.wait(timeout=30)
 
 
+def ray_temp_dir() -> str:
+    """Ray's temporary folder as Ray picks it: `$RAY_TMPDIR/ray` when set, else the system's (`/tmp/ray`)."""
+    from ray._private.utils import get_ray_address_file
+
+    return os.path.dirname(get_ray_address_file(None))
+
+
 class LoopbackCluster:
     """A Ray cluster of `nodes` nodes on 127.0.0.1 in its own temp dir. Ray's test cluster records its address
-    in the machine-wide /tmp/ray/ray_current_cluster (what `--address auto` reads, for everyone): the file
-    is put back as it was. Stopping also ends the processes a killed node left (its agents)."""
+    in the machine-wide ray_current_cluster of Ray's temp folder (what `--address auto` reads, for everyone):
+    the file is put back as it was. Stopping also ends the processes a killed node left (its agents)."""
 
-    ADDRESS_FILE = "/tmp/ray/ray_current_cluster"
+    ADDRESS_FILE = os.path.join(ray_temp_dir(), "ray_current_cluster")
 
     def __init__(self, nodes: int):
         from ray.cluster_utils import Cluster
@@ -312,7 +319,7 @@ def test_a_killed_driver_leaves_no_embedded_cluster_behind(tmp_path, sample_dir)
                              "--workers", "1", "-q"], env={**os.environ, "CURATE_SAMPLE": str(sample_dir)},
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     wait_for(lambda: list((tmp_path / "run" / "_state").rglob("0*.json")), proc, 120)
-    session = glob.glob(f"/tmp/ray/session_*_{proc.pid}")
+    session = glob.glob(os.path.join(ray_temp_dir(), f"session_*_{proc.pid}"))
     assert len(session) == 1 and len(holders(session[0])) >= 4  # gcs, raylet, agents, workers
     proc.send_signal(signal.SIGKILL)
     proc.wait()
