@@ -428,3 +428,14 @@ def test_train_quality_prints_its_table_when_a_threshold_keeps_nothing_and_sizes
     assert "training a fastText model of about" in captured.err
     card = json.loads(out.with_suffix(".json").read_text())
     assert card["parameters"]["bucket"] == 10_000 and out.stat().st_size < 5_000_000  # fastText's default: 2,000,000 buckets, 64 MB at dim 8
+
+
+def test_train_quality_examples_sql_is_one_read_only_statement(tiny_run, tmp_path):
+    from curate.errors import CurateError
+    from curate.models.examples import texts_from
+
+    d, _ = tiny_run
+    assert texts_from("SELECT text FROM kept ORDER BY id", [str(d / "run")]) == ["doc 0", "doc 1", "doc 2"]
+    with pytest.raises(CurateError, match="runs one statement; got 2"):
+        texts_from(f"SELECT text FROM kept; COPY (SELECT 1) TO '{tmp_path}/x.csv'", [str(d / "run")])
+    assert not (tmp_path / "x.csv").exists()

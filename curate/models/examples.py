@@ -28,9 +28,11 @@ def texts_from(spec: str, runs: list[str], column: str = "text", limit: int | No
 
 def _from_query(sql: str, runs: list[str]) -> list[str]:
     from curate.query import connect
+    from curate.sql_guard import read_only_statement
 
     if not runs:
         raise CurateError(f"examples given as SQL need --run RUN (the run whose views it reads): {sql!r}")
+    sql = read_only_statement(sql)  # one SELECT, like curate query: examples never write
     texts = []
     for run in runs:
         con = connect(run)
