@@ -11,6 +11,7 @@ locks its configuration, so even an expression's subquery cannot reach another f
 from __future__ import annotations
 
 import json
+import threading
 
 import duckdb
 
@@ -19,14 +20,17 @@ from curate.errors import ConfigError, CurateError
 # Statement kinds `curate query` runs: SELECT covers WITH, FROM-first, VALUES, DESCRIBE, SHOW and SUMMARIZE.
 READ_ONLY = {duckdb.StatementType.SELECT, duckdb.StatementType.EXPLAIN}
 _PARSER = None
+_PARSER_LOCK = threading.Lock()
 SMUGGLED = "not a single SQL expression (it closes its parenthesis, or adds a clause or a statement)"
 
 
 def _parser() -> duckdb.DuckDBPyConnection:
+    """A cursor of one locked connection that only parses (a cursor per call: safe from several threads)."""
     global _PARSER
-    if _PARSER is None:
-        _PARSER = lock(duckdb.connect(config={"autoinstall_known_extensions": False, "autoload_known_extensions": False}))
-    return _PARSER
+    with _PARSER_LOCK:
+        if _PARSER is None:
+            _PARSER = lock(duckdb.connect(config={"autoinstall_known_extensions": False, "autoload_known_extensions": False}))
+        return _PARSER.cursor()
 
 
 def _parse(sql: str) -> dict:
