@@ -51,10 +51,11 @@ def describe(con: duckdb.DuckDBPyConnection) -> str:
     return "\n".join(lines) or "(no tables yet)"
 
 
-def query(run: str, sql: str, fmt: str = "table", out: str | None = None, limit: int = 200) -> str:
+def query(run: str, sql: str, fmt: str = "table", out: str | None = None, limit: int = 200, width: int = 100) -> str:
     """Run `sql` over the run's views; returns text to print (or writes `out` for csv/json/parquet).
 
-    Table output shows at most `limit` rows (0: all) and says how many the result has."""
+    Table output shows at most `limit` rows (0: all) and says how many the result has; cells are cut at `width`
+    characters (0: never)."""
     sql = sql.strip().rstrip(";").strip()
     con = connect(run)
     try:
@@ -90,14 +91,14 @@ def query(run: str, sql: str, fmt: str = "table", out: str | None = None, limit:
     total = con.sql(f"SELECT count(*) FROM ({sql})").fetchall()[0][0]
     rows = (rel.limit(limit) if limit else rel).fetchall()
     shown = f"{total:,} row{'s' if total != 1 else ''}" + (f" ({len(rows):,} shown; --limit 0 shows all)" if len(rows) < total else "")
-    return render_table(rel.columns, rows) + "\n" + shown
+    return render_table(rel.columns, rows, width) + "\n" + shown
 
 
-def render_table(columns: list[str], rows: list[tuple], width: int = 40) -> str:
-    """A plain text table; cells longer than `width` characters are cut with '...'."""
+def render_table(columns: list[str], rows: list[tuple], width: int = 100) -> str:
+    """A plain text table; cells longer than `width` characters (0: no limit) are cut with '...'."""
     def cell(value) -> str:
         text = "NULL" if value is None else str(value).replace("\n", "\\n")
-        return text if len(text) <= width else text[: width - 3] + "..."
+        return text if not width or len(text) <= width else text[: max(width - 3, 1)] + "..."
 
     cells = [[cell(v) for v in row] for row in rows]
     widths = [max([len(c)] + [len(r[i]) for r in cells]) for i, c in enumerate(columns)]
