@@ -137,3 +137,15 @@ def test_verbose_prints_a_line_per_task(sample_dir, tmp_path, monkeypatch, capsy
     err = capsys.readouterr().err
     tasks = int(err.split("[ingest: read] ", 1)[1].split(" tasks", 1)[0])
     assert all(f"[ingest: read] {k}/{tasks} tasks" in err for k in range(1, tasks + 1)), err
+
+
+def test_an_error_after_the_run_started_is_in_the_log(until_run, sample_dir, monkeypatch, capsys):
+    out, _ = until_run
+    monkeypatch.setenv("CURATE_SAMPLE", str(sample_dir))
+    before = set((out / "logs").glob("run-*.log"))
+    time.sleep(1.1)  # log names have one-second resolution
+    assert main(["run", str(ZYDA2), "--output", str(out), "--inline", "-q", "--until", "quality_filter", "--no-report",
+                 "--set", "stages.quality_filter.where={fwe: no_such_column > 1}"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()[-1]
+    [log] = set((out / "logs").glob("run-*.log")) - before
+    assert err.startswith("curate: error: ") and "no_such_column" in err and log.read_text().strip().splitlines()[-1] == err
