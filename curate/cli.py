@@ -48,7 +48,7 @@ def _run_logged(args, pipeline, output: str, log_path: str | None) -> int:
     report = _report(_absolute(output)) if not args.no_report else None
     outputs = [name for name, path in (("kept/", run.path("kept")), ("tokens/", run.path("tokens")), ("ledger/", run.path("ledger")),
                                        ("manifest.json", run.manifest_file), ("report.html", report), ("summary.json", run.summary_file),
-                                       ("logs/", log_path)) if path and _exists(path)]
+                                       ("logs/", run.root if log_path else None)) if path and _exists(path)]
     how = f"stopped after {args.until}" if args.until else "done"
     tail = "; run again without --until to continue" if args.until else ""
     print(f"{'' if args.quiet else chr(10)}{how} in {time.monotonic() - started:.1f}s; outputs in {output} ({', '.join(outputs)}){tail}")
