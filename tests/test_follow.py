@@ -137,6 +137,7 @@ def test_verbose_prints_a_line_per_task(sample_dir, tmp_path, monkeypatch, capsy
     err = capsys.readouterr().err
     tasks = int(err.split("[ingest: read] ", 1)[1].split(" tasks", 1)[0])
     assert all(f"[ingest: read] {k}/{tasks} tasks" in err for k in range(1, tasks + 1)), err
+    assert err.count("[ingest: read] done: ") == tasks, "each task's input and seconds"
 
 
 def test_an_error_after_the_run_started_is_in_the_log(until_run, sample_dir, monkeypatch, capsys):

@@ -53,6 +53,8 @@ class PhaseRunner:
             work = Work(stage, phase.name, phase.run, phase.setup, self.rundir, tuple(phase.kernels))
             for task, result in self.executor.map(work, todo, phase.resources):
                 self.progress.update(result.get("in", 0))
+                log.debug("[%s] done: %s in %.2fs%s", label, task.where, result.get("seconds", 0.0),
+                          f" on {result['node']}" if result.get("node") else "")
                 results[task.key] = result
         self.progress.finish()
         self.wall[stage] = self.wall.get(stage, 0.0) + time.monotonic() - started
