@@ -236,7 +236,8 @@ def parser() -> argparse.ArgumentParser:
                                                          "and debugging; same outputs")
     r.add_argument("--workers", type=int, metavar="N", help="tasks in flight at once (default: the cluster's CPUs)")
     r.add_argument("--quiet", "-q", action="store_true", help="print only the final line (and errors)")
-    r.add_argument("--verbose", "-v", action="store_true", help="more detail: a progress line and a line with the input and seconds of every finished task")
+    r.add_argument("--verbose", "-v", action="store_true",
+                   help="more detail: a progress line and a line with the input and seconds of every finished task")
     r.add_argument("--no-report", action="store_true", help="do not write RUN/report.html at the end (curate report RUN does)")
     r.set_defaults(func=_run)
 
