@@ -37,19 +37,23 @@ def named_columns(predicate: str, columns: list[str]) -> list[str]:
     return [c for c in columns if c != "id" and re.search(rf"(?<!\w){re.escape(c.lower())}(?!\w)", text)]
 
 
-def detail_sql(rules: list[Rule], columns: list[str]) -> str:
-    """A CASE over `reason` (the failed rule's name) giving the values of the columns that rule reads."""
-    whens = []
+def _ident(column: str) -> str:
+    return '"' + column.replace('"', '""') + '"'
+
+
+def detail_sql(rules: list[Rule], columns: list[str]) -> tuple[str, str]:
+    """(the columns to carry beside `reason`, a CASE over `reason` giving the values the failed rule read).
+    Only the columns some rule names are carried (a text column as its length), so nothing else is copied."""
+    carried, whens = {}, []
     for rule in rules:
         parts = []
         for c in named_columns(rule.predicate, columns):
-            ident = '"' + c.replace('"', '""') + '"'
-            value = (f"'length(' || {quote(c)} || ')=' || coalesce(CAST(length({ident}) AS VARCHAR), 'NULL')" if c in TEXT_COLUMNS
-                     else f"{quote(c + '=')} || coalesce(left(CAST({ident} AS VARCHAR), {DETAIL_CHARS}), 'NULL')")
-            parts.append(value)
+            carried[c] = f"length({_ident(c)}) AS {_ident(c)}" if c in TEXT_COLUMNS else _ident(c)
+            name = f"length({c})=" if c in TEXT_COLUMNS else f"{c}="
+            parts.append(f"{quote(name)} || coalesce(left(CAST({_ident(c)} AS VARCHAR), {DETAIL_CHARS}), 'NULL')")
         if parts:
             whens.append(f"WHEN {quote(rule.name)} THEN concat_ws(', ', {', '.join(parts)})")
-    return f"CASE reason {' '.join(whens)} END" if whens else "NULL"
+    return "".join(f", {c}" for c in carried.values()), (f"CASE reason {' '.join(whens)} END" if whens else "NULL")
 
 
 @stage("filter")
@@ -157,8 +161,8 @@ class FilterStage(ShardStage):
         con = self._bind(batch, sides)
         columns = [c[0] for c in con.sql("DESCRIBE docs").fetchall()]
         # OFFSET 0 keeps DuckDB from pushing the filter into the CASE (which would evaluate every rule)
-        # (the values behind a removal are read for removed rows only)
-        removed = con.sql(f"SELECT id, reason, {detail_sql(rules, columns)} AS detail FROM (SELECT *, {reason_sql(rules)} AS reason "
+        carried, detail = detail_sql(rules, columns)  # the values behind a removal, formatted for removed rows only
+        removed = con.sql(f"SELECT id, reason, {detail} AS detail FROM (SELECT id, {reason_sql(rules)} AS reason{carried} "
                           "FROM docs OFFSET 0) WHERE reason IS NOT NULL ORDER BY id").to_arrow_table()
         con.close()
         return Output(removed=removals(removed.column("id"), removed.column("reason").cast(pa.string()).combine_chunks(),
