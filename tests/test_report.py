@@ -124,6 +124,22 @@ def test_filter_removals_carry_the_values_the_rule_failed_on(zrun):
             assert re.fullmatch(r"rps_\w+=\S+(, rps_\w+=\S+)*", detail), detail
 
 
+def test_filter_detail_reads_only_the_named_columns_and_text_by_its_length():
+    from curate.recipes import Rule
+    from curate.sql import reason_sql
+    from curate.stages.filter import detail_sql
+
+    rules = [Rule("short", "length(text) >= 10"), Rule("score", "x_score > 0.5 AND n <> 3")]
+    carried, detail = detail_sql(rules, ["id", "text", "x_score", "n", "other"])
+    assert carried == ', length("text") AS "text", "x_score", "n"'
+    con = duckdb.connect()
+    con.execute("CREATE TABLE docs AS SELECT * FROM (VALUES ('a', 'tiny', 0.9, 1, 'o'), ('b', 'long enough text', 0.1, 3, 'o'), "
+                "('c', 'long enough text', 0.9, 1, 'o')) t(id, text, x_score, n, other)")
+    got = con.sql(f"SELECT id, reason, {detail} FROM (SELECT id, {reason_sql(rules)} AS reason{carried} FROM docs) "
+                  "WHERE reason IS NOT NULL ORDER BY id").fetchall()
+    assert got == [("a", "short", "length(text)=4"), ("b", "score", "x_score=0.1, n=3")]
+
+
 def test_cross_source_clusters_side_by_side(zrun):
     run = open_run(str(zrun))
     got = examples.cross_source_clusters(run, "dedup")
