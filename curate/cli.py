@@ -3,38 +3,62 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import logging
 import os
 import sys
 import time
 
-from curate import terminate
-from curate.errors import CurateError
+from curate import __version__, terminate
+from curate.errors import CurateError, UsageError
 
 
 def _run(args) -> int:
     from curate import load_pipeline
-    from curate.runner.progress import Progress
-    from curate.rundir import RunDir
-    from curate.runner.run import render, run_pipeline
-    from curate.runner.summary import model_notes
+    from curate.runner.runlog import run_log
 
     if args.quiet:  # only the final line and errors
         logging.getLogger("curate").setLevel(logging.ERROR)
+    elif args.verbose:
+        logging.getLogger("curate").setLevel(logging.DEBUG)
     pipeline = load_pipeline(resolve_pipeline(args.pipeline), args.set)
     output = args.output or pipeline.output or os.path.join("runs", pipeline.name)
+    # the run directory actually written is what the resolved config (RUN/pipeline.yaml, manifest.json) records
+    pipeline = dataclasses.replace(pipeline, output=output, resolved={**pipeline.resolved, "output": _absolute(output)})
+    with run_log(_absolute(output)) as log_path:
+        return _run_logged(args, pipeline, output, log_path)
+
+
+def _run_logged(args, pipeline, output: str, log_path: str | None) -> int:
+    from curate.runner.progress import Progress
+    from curate.rundir import RunDir
+    from curate.runner.run import render, run_pipeline
+    from curate.runner.summary import compile_note, model_notes
+
     started = time.monotonic()
-    logging.getLogger("curate").info("run %s -> %s", args.pipeline, output)
+    logging.getLogger("curate").info("run %s -> %s%s", args.pipeline, output, f" (log: {log_path})" if log_path else "")
+    progress = Progress(quiet=args.quiet, interval=0.0 if args.verbose else 5.0)
     rows = run_pipeline(pipeline, output, until=args.until, inline=args.inline, address=args.address,
-                        workers=args.workers, progress=Progress(quiet=args.quiet))
+                        workers=args.workers, progress=progress)
+    run = RunDir(_absolute(output))
     if not args.quiet:
         print(render(rows))
-        for line in model_notes(RunDir(_absolute(output)), [s.name for s in pipeline.stages], rows, pipeline.priority):
+        for line in compile_note(rows) + model_notes(run, [s.name for s in pipeline.stages], rows, pipeline.priority):
             print(line)
     report = _report(_absolute(output)) if not args.no_report else None
-    print(f"{'' if args.quiet else chr(10)}{'stopped after ' + args.until if args.until else 'done'} in {time.monotonic() - started:.1f}s; "
-          f"outputs in {output} (kept/, ledger/, {'report.html, ' if report else ''}summary.json)")
+    outputs = [name for name, path in (("kept/", run.path("kept")), ("tokens/", run.path("tokens")), ("ledger/", run.path("ledger")),
+                                       ("manifest.json", run.manifest_file), ("report.html", report), ("summary.json", run.summary_file),
+                                       ("logs/", run.root if log_path else None)) if path and _exists(path)]
+    how = f"stopped after {args.until}" if args.until else "done"
+    tail = "; run again without --until to continue" if args.until else ""
+    print(f"{'' if args.quiet else chr(10)}{how} in {time.monotonic() - started:.1f}s; outputs in {output} ({', '.join(outputs)}){tail}")
     return 0
+
+
+def _exists(path: str) -> bool:
+    from curate.io import fs
+
+    return fs.exists(path)
 
 
 def _report(run: str) -> str | None:
@@ -57,7 +81,7 @@ def resolve_pipeline(name: str) -> str:
     packaged = pipelines()
     if name in packaged:
         return str(packaged[name])
-    raise CurateError(f"{name}: no such pipeline file, and no packaged recipe of that name; "
+    raise UsageError(f"{name}: no such pipeline file, and no packaged recipe of that name; "
                       f"packaged recipes: {', '.join(packaged) or 'none'} (curate recipes lists them)")
 
 
@@ -80,16 +104,31 @@ def _absolute(output: str) -> str:
 def _query(args) -> int:
     from curate.query import connect, describe, query
 
+    _require_run(args.run)
     if args.describe:
         print(describe(connect(args.run)))
         return 0
     if not args.sql:
-        raise CurateError("curate query RUN \"SQL\" (or --describe to list the tables)")
-    print(query(args.run, args.sql, fmt=args.format, out=args.out, limit=args.limit))
+        raise UsageError("curate query RUN \"SQL\" (or --describe to list the tables)")
+    print(query(args.run, args.sql, fmt=args.format, out=args.out, limit=args.limit, width=args.width))
     return 0
 
 
+def _require_run(run: str) -> None:
+    """A command that reads a run is given one: a directory (or URI) with pipeline.yaml, else a usage error."""
+    from curate.io import fs
+    from curate.rundir import RunDir
+
+    try:
+        present = fs.exists(RunDir(_absolute(run)).pipeline_file)
+    except Exception:  # noqa: BLE001 - an unreachable store is reported by the command itself, with its cause
+        return
+    if not present:
+        raise UsageError(f"{run}: not a run directory (no pipeline.yaml); run `curate run PIPELINE --output {run}` first")
+
+
 def _manifest(args) -> int:
+    _require_run(args.run)
     if args.action == "verify":
         from curate.manifest.verify import verify
 
@@ -104,7 +143,7 @@ def _manifest(args) -> int:
     from curate.manifest.publish import publish
 
     if not args.dest:
-        raise CurateError("curate manifest publish RUN DEST")
+        raise UsageError("curate manifest publish RUN DEST: give the destination (a folder, or s3://bucket/prefix, ...)")
     report = publish(args.run, args.dest)
     print(f"published {report['files']} files ({report['bytes']:,} bytes) to {report['dest']} in {report['seconds']:.1f}s; "
           "manifest.json written last")
@@ -163,20 +202,37 @@ def _configure_logging() -> None:
     log.propagate = False
 
 
-def parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="curate", description="Build pretraining data: ingest, filter, deduplicate, mix, tokenize.")
-    sub = p.add_subparsers(dest="command", required=True)
+def _sub(sub, name: str, summary: str, description: str, epilog: str = "") -> argparse.ArgumentParser:
+    """A subcommand whose --help says what it does and shows examples (kept as written)."""
+    return sub.add_parser(name, help=summary, description=description, epilog=epilog,
+                          formatter_class=argparse.RawDescriptionHelpFormatter)
 
-    r = sub.add_parser("run", help="run (or resume) a pipeline")
+
+def parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="curate", description="Build pretraining data: ingest, filter, deduplicate, mix, tokenize.",
+                                epilog="curate COMMAND --help explains each command. Exit codes: 0 done, 1 the run or "
+                                       "command failed, 2 a usage or configuration error.")
+    p.add_argument("--version", action="version", version=f"curate {__version__}")
+    sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    r = _sub(sub, "run", "run (or resume) a pipeline",
+             "Run a pipeline into a run directory, or resume it: finished tasks are skipped, changed stages recomputed.\n"
+             "Everything printed is also kept in RUN/logs/run-<time>.log.",
+             "examples:\n  curate run zyda2                                    # the packaged recipe on its sample corpus\n"
+             "  curate run pipelines/zyda2.yaml --output runs/z --inline   # small jobs: no Ray cluster, ~3x faster\n"
+             "  curate run zyda2 --set sources.dclm.paths='s3://b/dclm/**/*.jsonl.zst' --until dedup")
     r.add_argument("pipeline", help="pipeline YAML (pipelines/zyda2.yaml), or a packaged recipe's name (zyda2)")
     r.add_argument("--output", "-o", help="run directory (local path or fsspec URI); default: the pipeline's output, else runs/<name>")
     r.add_argument("--set", action="append", default=[], metavar="KEY.PATH=VALUE",
                    help="override a config value, e.g. --set sources.dclm.paths='s3://bucket/dclm/**/*.jsonl.zst'")
     r.add_argument("--until", metavar="STAGE", help="stop after this stage; re-running without it continues")
     r.add_argument("--address", help="Ray cluster to join (e.g. auto); default: RAY_ADDRESS, else an embedded local cluster")
-    r.add_argument("--inline", action="store_true", help="run every task in this process (debugging); same outputs")
+    r.add_argument("--inline", action="store_true", help="run every task in this process: no Ray start, best for small jobs "
+                                                         "and debugging; same outputs")
     r.add_argument("--workers", type=int, metavar="N", help="tasks in flight at once (default: the cluster's CPUs)")
     r.add_argument("--quiet", "-q", action="store_true", help="print only the final line (and errors)")
+    r.add_argument("--verbose", "-v", action="store_true",
+                   help="more detail: a progress line and a line with the input and seconds of every finished task")
     r.add_argument("--no-report", action="store_true", help="do not write RUN/report.html at the end (curate report RUN does)")
     r.set_defaults(func=_run)
 
@@ -184,25 +240,41 @@ def parser() -> argparse.ArgumentParser:
 
     add_report_parser(sub)
 
-    c = sub.add_parser("recipes", help="list the pipelines and filter recipes that ship with curate")
+    c = _sub(sub, "recipes", "list the pipelines and filter recipes that ship with curate",
+             "List the pipelines (curate run NAME) and the filter recipes (a filter step's `recipes:`) that ship inside curate.")
     c.set_defaults(func=_recipes)
 
-    q = sub.add_parser("query", help="SQL (DuckDB) over a run: docs, kept, ledger, signals, clusters")
+    q = _sub(sub, "query", "SQL (DuckDB) over a run: docs, kept, ledger, signals, clusters",
+             "Run one SQL query (DuckDB) over a run's tables, as views: docs, kept, signals, scores, dual_use, quarantine\n"
+             "(each with a `source` column), ledger, clusters, tokens; --describe lists them with their columns.",
+             "examples:\n  curate query runs/zyda2 --describe\n"
+             "  curate query runs/zyda2 \"SELECT source, reason, count(*) FROM ledger GROUP BY ALL\"\n"
+             "  curate query runs/zyda2 \"SELECT id, text FROM kept LIMIT 3\" --width 0\n"
+             "  curate query runs/zyda2 \"SELECT * FROM kept WHERE source = 'dclm'\" --format json --out dclm.jsonl")
     q.add_argument("run", help="run directory (local path or fsspec URI)")
     q.add_argument("sql", nargs="?", help='e.g. "SELECT stage, reason, count(*) FROM ledger GROUP BY ALL"')
     q.add_argument("--describe", action="store_true", help="list the tables and their columns")
     q.add_argument("--format", choices=["table", "csv", "json", "parquet"], default="table")
     q.add_argument("--out", help="write the result to this file instead of printing it")
     q.add_argument("--limit", type=int, default=200, help="rows shown in table format (0: all)")
+    q.add_argument("--width", type=int, default=100, metavar="CHARS",
+                   help="table format: cut cells longer than this with '...' (default 100; 0: never cut)")
     q.set_defaults(func=_query)
 
-    m = sub.add_parser("manifest", help="verify a run's manifest, or publish a run to any fsspec destination")
+    m = _sub(sub, "manifest", "verify a run's manifest, or publish a run to any fsspec destination",
+             "verify: re-hash every file manifest.json lists; exit 1 naming each missing or changed file.\n"
+             "publish: copy the run's outputs to DEST (local folder or fsspec URI), check them there, write manifest.json last.",
+             "examples:\n  curate manifest verify runs/zyda2\n  curate manifest publish runs/zyda2 s3://bucket/mixtures/zyda2")
     m.add_argument("action", choices=["verify", "publish"])
     m.add_argument("run", help="run directory (local path or fsspec URI)")
     m.add_argument("dest", nargs="?", help="publish: destination (local folder, s3://bucket/prefix, ...)")
     m.set_defaults(func=_manifest)
 
-    t = sub.add_parser("train-quality", help="train a fastText quality classifier (DCLM-style) from examples")
+    t = _sub(sub, "train-quality", "train a fastText quality classifier (DCLM-style) from examples",
+             "Train a fastText classifier from positive and negative examples (SQL over runs, or jsonl/parquet files), report\n"
+             "held-out precision/recall per threshold, and write the model with a card (.json) for a classify step.",
+             "example:\n  curate train-quality models/q.bin --run runs/z --positive \"SELECT text FROM kept WHERE source='fwe'\" "
+             "\\\n      --negative \"SELECT d.text FROM docs d JOIN ledger l USING (source, id) WHERE l.stage='quality_filter'\"")
     t.add_argument("out", help="the model file to write (e.g. models/quality.bin); its card is written beside it (.json)")
     t.add_argument("--positive", action="append", required=True, metavar="SQL|FILES",
                    help="good examples: SQL over --run (first column: text), or jsonl/parquet files (repeatable)")
@@ -222,10 +294,14 @@ def parser() -> argparse.ArgumentParser:
     t.add_argument("--threads", type=int, default=1, help="1: deterministic; more: faster but not reproducible")
     t.set_defaults(func=_train_quality)
 
-    s = sub.add_parser("sample", help="make the offline sample corpus (all four Zyda-2 sources in native formats)")
-    s.add_argument("dir", nargs="?", default=".curate-sample")
-    s.add_argument("--docs", type=int, default=4000)
-    s.add_argument("--seed", type=int, default=0)
+    s = _sub(sub, "sample", "make the offline sample corpus (all four Zyda-2 sources in native formats)",
+             "Make the offline sample corpus the zyda2 recipe runs on: FineWeb-Edu parquet, DCLM jsonl.zst, Zyda parquet and\n"
+             "Dolma json.gz, with planted duplicates, junk, non-English pages and bad records. Also writes expected.json\n"
+             "(records per source, bad records by kind) and truth.json (the planted duplicate groups, languages, junk).",
+             "example:\n  curate sample /tmp/corpus --docs 600 && CURATE_SAMPLE=/tmp/corpus curate run zyda2 --inline")
+    s.add_argument("dir", nargs="?", default=".curate-sample", help="the folder to write (default .curate-sample)")
+    s.add_argument("--docs", type=int, default=4000, help="documents over all sources (default 4000)")
+    s.add_argument("--seed", type=int, default=0, help="random seed: the same seed makes the same corpus")
     s.set_defaults(func=_sample)
     return p
 

@@ -7,6 +7,13 @@ class CurateError(Exception):
     exit_code = 1
 
 
+class UsageError(CurateError):
+    """The command line asks for something that cannot be (a missing argument, a run directory that is not
+    one): exit code 2, as argparse's own usage errors."""
+
+    exit_code = 2
+
+
 class ConfigError(CurateError):
     """A pipeline file or a --set override is wrong: `FILE: key.path: what was expected`."""
 

@@ -1,8 +1,11 @@
 """DuckDB views over a run directory, so a run can be inspected (and re-thresholded) with SQL.
 
 Views: the run's tables (`docs`, `kept`, `signals`, `scores`, `dual_use`, `quarantine`: one row per
-document, with `source`), `ledger`, and `clusters`, as they appear. A source's own `source` column, if it has one (Zyda
-does), is shown as `source_column`. Remote runs (s3://, gs://, ...) are read through fsspec.
+document, with `source`), `ledger`, `clusters` and `tokens`, as they appear. A source's own `source` column, if it has one
+(Zyda does), is shown as `source_column`. In `clusters`, `kept_by_dedup` says whether the dedup step kept the document
+(a later step may still remove it) and `in_kept` whether it is in kept/ at the end (NULL before the run wrote kept/).
+`tokens` has one row per tokenized document: `source`, `id`, `tokens` (its token count, with the EOS the tokenize step adds) and `copies` (how
+many times the mix writes it). Remote runs (s3://, gs://, ...) are read through fsspec.
 """
 
 from __future__ import annotations
@@ -38,10 +41,23 @@ def connect(root: str) -> duckdb.DuckDBPyConnection:
             parts.append(f"SELECT {quote(source)} AS source, *{rename} FROM {scan}")
         if parts:
             con.execute(f"CREATE VIEW {view} AS " + " UNION ALL BY NAME ".join(parts))
-    for view, pattern in (("ledger", run.ledger_glob()), ("clusters", run.clusters_glob())):
-        if fs.glob(pattern):
-            con.execute(f"CREATE VIEW {view} AS SELECT * FROM {read_parquet(con, pattern)}")
+    if fs.glob(run.ledger_glob()):
+        con.execute(f"CREATE VIEW ledger AS SELECT * FROM {read_parquet(con, run.ledger_glob())}")
+    if fs.glob(run.clusters_glob()):
+        scan = f"SELECT * RENAME (kept AS kept_by_dedup) FROM {read_parquet(con, run.clusters_glob())}"
+        kept = "(SELECT DISTINCT source, id, true AS in_kept FROM kept)" if "kept" in _views(con) else None
+        con.execute(f"CREATE VIEW clusters AS SELECT c.*, coalesce(k.in_kept, false) AS in_kept FROM ({scan}) c "
+                    f"LEFT JOIN {kept} k USING (source, id)" if kept else f"CREATE VIEW clusters AS SELECT *, NULL::BOOLEAN AS in_kept FROM ({scan})")
+    parts = [f"SELECT {quote(source)} AS source, id, len(tokens) AS tokens, copies FROM "
+             f"{read_parquet(con, run.path('tokens', 'docs', source, '*.parquet'))}"
+             for source in run.table_sources("tokens/docs")] if fs.glob(run.path("tokens", "docs", "*", "*.parquet")) else []
+    if parts:
+        con.execute("CREATE VIEW tokens AS " + " UNION ALL ".join(parts))
     return con
+
+
+def _views(con: duckdb.DuckDBPyConnection) -> set[str]:
+    return {name for (name,) in con.sql("SELECT view_name FROM duckdb_views() WHERE NOT internal").fetchall()}
 
 
 def describe(con: duckdb.DuckDBPyConnection) -> str:
@@ -52,10 +68,11 @@ def describe(con: duckdb.DuckDBPyConnection) -> str:
     return "\n".join(lines) or "(no tables yet)"
 
 
-def query(run: str, sql: str, fmt: str = "table", out: str | None = None, limit: int = 200) -> str:
+def query(run: str, sql: str, fmt: str = "table", out: str | None = None, limit: int = 200, width: int = 100) -> str:
     """Run `sql` over the run's views; returns text to print (or writes `out` for csv/json/parquet).
 
-    Table output shows at most `limit` rows (0: all) and says how many the result has."""
+    Table output shows at most `limit` rows (0: all) and says how many the result has; cells are cut at `width`
+    characters (0: never)."""
     sql = read_only_statement(sql)
     con = connect(run)
     try:
@@ -88,7 +105,7 @@ def query(run: str, sql: str, fmt: str = "table", out: str | None = None, limit:
     total = con.sql(f"SELECT count(*) FROM ({sql})").fetchall()[0][0]
     rows = (rel.limit(limit) if limit else rel).fetchall()
     shown = f"{total:,} row{'s' if total != 1 else ''}" + (f" ({len(rows):,} shown; --limit 0 shows all)" if len(rows) < total else "")
-    return render_table(rel.columns, rows) + "\n" + shown
+    return render_table(rel.columns, rows, width) + "\n" + shown
 
 
 def write_result(rel: duckdb.DuckDBPyRelation, fmt: str, out: str) -> None:
@@ -104,11 +121,11 @@ def write_result(rel: duckdb.DuckDBPyRelation, fmt: str, out: str) -> None:
     writer.close()
 
 
-def render_table(columns: list[str], rows: list[tuple], width: int = 40) -> str:
-    """A plain text table; cells longer than `width` characters are cut with '...'."""
+def render_table(columns: list[str], rows: list[tuple], width: int = 100) -> str:
+    """A plain text table; cells longer than `width` characters (0: no limit) are cut with '...'."""
     def cell(value) -> str:
         text = "NULL" if value is None else str(value).replace("\n", "\\n")
-        return text if len(text) <= width else text[: width - 3] + "..."
+        return text if not width or len(text) <= width else text[: max(width - 3, 1)] + "..."
 
     cells = [[cell(v) for v in row] for row in rows]
     widths = [max([len(c)] + [len(r[i]) for r in cells]) for i, c in enumerate(columns)]

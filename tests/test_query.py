@@ -68,3 +68,27 @@ def test_remote_run_through_fsspec(tmp_path):
     f.write_text("name: m\nsources:\n  m: {format: jsonl, paths: 'memory://qin/*.jsonl'}\nstages: {ingest: {}}\n")
     assert run_cli(f, "--output", "memory://qruns/r", "--inline", "-q") == 0
     assert connect("memory://qruns/r").sql("SELECT count(*) FROM kept").fetchall()[0][0] == 2
+
+
+def test_clusters_say_kept_by_dedup_and_in_kept_and_tokens_per_document(run):
+    con = connect(run)
+    columns = [c[0] for c in con.sql("DESCRIBE clusters").fetchall()]
+    assert "kept_by_dedup" in columns and "in_kept" in columns and "kept" not in columns
+    # kept by dedup but removed later (a filter, the classifier, the mix) is not in kept/
+    later = con.sql("SELECT count(*) FROM clusters c JOIN ledger l USING (source, id) WHERE c.kept_by_dedup AND l.stage <> 'dedup'").fetchall()[0][0]
+    assert con.sql("SELECT count(*) FROM clusters WHERE kept_by_dedup AND NOT in_kept").fetchall()[0][0] == later
+    assert con.sql("SELECT count(*) FROM clusters WHERE in_kept AND NOT kept_by_dedup").fetchall()[0][0] == 0
+    per_source = dict(con.sql("SELECT source, sum(tokens * copies) FROM tokens GROUP BY 1").fetchall())
+    manifest = json.loads(open(f"{run}/manifest.json").read())
+    assert per_source == {s: o["tokens"] for s, o in manifest["outputs"].items() if o["tokens"]}
+
+
+def test_table_cells_are_cut_only_where_asked(run):
+    sql = "SELECT id, text FROM kept ORDER BY length(text) DESC LIMIT 1"
+    longest = connect(run).sql(sql).fetchall()[0][1]
+    whole = query(run, sql, width=0)
+    assert longest.replace("\n", "\\n") in whole
+    flat = longest.replace("\n", "\\n")
+    cut = query(run, sql, width=60).splitlines()[2]
+    assert cut.endswith(flat[:57] + "...")
+    assert query(run, sql).splitlines()[2].endswith(flat[:97] + "..."), "the default shows 100 characters, not 40"

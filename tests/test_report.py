@@ -13,7 +13,7 @@ import fsspec
 import numpy as np
 import pytest
 
-from curate.report import browser, classify, dedup, dualuse, funnel, mixture, removals, signals, timing, write_report
+from curate.report import browser, classify, dedup, dualuse, examples, funnel, languages, mixture, removals, signals, timing, write_report
 from curate.report.binning import make_bins
 from curate.report.context import open_run
 from curate.report.sampling import spread
@@ -88,6 +88,86 @@ def test_removals_by_reason_are_the_ledger(zrun):
     assert bad["counts"] and all(bad["examples"][kind] for kind in bad["counts"])
     details = {d for (d,) in sql("SELECT detail FROM read_parquet('RUN/ledger/ingest/*/*.parquet')", zrun)}
     assert all(d in details for ex in bad["examples"].values() for _, d in ex)
+
+
+def test_examples_for_every_reason_that_removed_something(zrun):
+    run = open_run(str(zrun))
+    got = examples.removal_examples(run)
+    reasons = [(r["stage"], reason) for r in run.summary for reason, n in r["removed"].items() if n]
+    assert sorted({(e["stage"], e["reason"]) for e in got}) == sorted(set(reasons))
+    ledger = {(st, re_, s, i): d for st, re_, s, i, d in sql(
+        "SELECT stage, reason, source, id, detail FROM read_parquet('RUN/ledger/*/*/*.parquet')", zrun)}
+    texts = {(s, i): t for s, i, t in sql(
+        "SELECT split_part(filename, '/', -2), id, text FROM read_parquet('RUN/docs/*/*.parquet', filename=true, union_by_name=true)", zrun)}
+    for e in got:
+        assert 1 <= len(e["examples"]) <= examples.PER_REASON
+        for d in e["examples"]:
+            assert ledger[(e["stage"], e["reason"], d["source"], d["id"])] == (d["detail"] or None)
+            if e["reason"].startswith("bad_record:"):
+                assert d["snippet"] == "" and d["detail"]
+            else:
+                assert d["snippet"] and " ".join(texts[(d["source"], d["id"])].split()).startswith(d["snippet"].removesuffix(" …"))
+
+
+def test_filter_removals_carry_the_values_the_rule_failed_on(zrun):
+    rows = sql("SELECT l.reason, l.detail, s.rps_doc_word_count, d.int_score FROM read_parquet('RUN/ledger/quality_filter/*/*.parquet') l "
+               "JOIN read_parquet('RUN/signals/*/*.parquet', union_by_name=true) s USING (id) "
+               "LEFT JOIN read_parquet('RUN/docs/fwe/*.parquet') d USING (id)", zrun)
+    by_reason = {r[0] for r in rows}
+    assert "rpv2_gopher.word_count" in by_reason
+    for reason, detail, words, score in rows:
+        if reason == "rpv2_gopher.word_count":
+            assert detail == f"rps_doc_word_count={words}" and not 50 <= words <= 100000
+        elif reason == "where:int_score >= 3":
+            assert detail == f"int_score={score}" and score < 3
+        else:
+            assert re.fullmatch(r"rps_\w+=\S+(, rps_\w+=\S+)*", detail), detail
+
+
+def test_filter_detail_reads_only_the_named_columns_and_text_by_its_length():
+    from curate.recipes import Rule
+    from curate.sql import reason_sql
+    from curate.stages.filter import detail_sql
+
+    rules = [Rule("short", "length(text) >= 10"), Rule("score", "x_score > 0.5 AND n <> 3")]
+    carried, detail = detail_sql(rules, ["id", "text", "x_score", "n", "other"])
+    assert carried == ', length("text") AS "text", "x_score", "n"'
+    con = duckdb.connect()
+    con.execute("CREATE TABLE docs AS SELECT * FROM (VALUES ('a', 'tiny', 0.9, 1, 'o'), ('b', 'long enough text', 0.1, 3, 'o'), "
+                "('c', 'long enough text', 0.9, 1, 'o')) t(id, text, x_score, n, other)")
+    got = con.sql(f"SELECT id, reason, {detail} FROM (SELECT id, {reason_sql(rules)} AS reason{carried} FROM docs) "
+                  "WHERE reason IS NOT NULL ORDER BY id").fetchall()
+    assert got == [("a", "short", "length(text)=4"), ("b", "score", "x_score=0.1, n=3")]
+
+
+def test_cross_source_clusters_side_by_side(zrun):
+    run = open_run(str(zrun))
+    got = examples.cross_source_clusters(run, "dedup")
+    assert 1 <= len(got) <= examples.CLUSTERS
+    members = {(c, s, i, k) for c, s, i, k in sql("SELECT cluster, source, id, kept FROM read_parquet('RUN/dedup/clusters/*/*.parquet')", zrun)}
+    for c in got:
+        assert len({m["source"] for m in c["members"]}) > 1 and c["members"][0]["kept"]
+        assert all((c["cluster"], m["source"], m["id"], m["kept"]) in members for m in c["members"])
+        assert all(m["snippet"] for m in c["members"])
+
+
+def test_language_mix_kept_and_removed(zrun):
+    run = open_run(str(zrun))
+    mix = languages.language_mix(run)
+    langs = dict(sql("SELECT lang, count(*) FROM read_parquet('RUN/signals/*/*.parquet', union_by_name=true) GROUP BY 1", zrun))
+    kept = sql("SELECT count(*) FROM read_parquet('RUN/kept/*/*.parquet', union_by_name=true)", zrun)[0][0]
+    assert sum(sum(v) for v in mix["counts"].values()) == sum(langs.values()) and not mix["sampled"]
+    assert sum(mix["counts"]["kept"]) == kept, "every kept document went through the signals step"
+    top = max(langs, key=langs.get)
+    assert mix["languages"][0] == top and len(langs) > 1
+
+
+def test_compile_time_is_shown_apart_from_the_stage_work(zrun):
+    summary = {r["stage"]: r for r in open_run(str(zrun)).summary}
+    assert all("compile_seconds" in r for r in summary.values())
+    t = {r["stage"]: r for r in timing.timing(open_run(str(zrun)))["rows"]}
+    assert t["minhash"]["compile_seconds"] == summary["minhash"]["compile_seconds"] <= t["minhash"]["wall_seconds"]
+    assert t["ingest"]["compile_seconds"] == 0
 
 
 def test_thresholds_read_from_sql():
@@ -226,7 +306,8 @@ def test_the_report_is_one_self_contained_page(zrun, report):
     html = report.read_text()
     assert not re.search(r"""(src|href)\s*=\s*["']?\s*(https?:)?//""", html, re.I), "nothing is fetched from a network"
     assert "<script" not in html and "<link" not in html and "@import" not in html and "url(" not in html
-    assert "http://" not in html and "https://" not in html
+    quoted = re.sub(r'<div class="(snippet|detail)">.*?</div>', "", html)  # documents' own text may name URLs
+    assert "http://" not in quoted and "https://" not in quoted
     for anchor in ("overview", "funnel", "removals", "signals", "dedup", "classify", "dual-use", "mixture", "performance"):
         assert f'id="{anchor}"' in html
     assert html.count('<svg class="chart"') >= 15
@@ -301,18 +382,26 @@ def _png_distinct_rows(path: Path) -> int:
     return len({raw[i:i + stride] for i in range(0, len(raw), stride)})
 
 
-def test_chromium_draws_every_chart(report, tmp_path):
+@pytest.mark.parametrize("width", [1400, 390])
+def test_chromium_draws_every_chart(report, zrun, tmp_path, width):
     if browser.find_chromium() is None:
         pytest.skip("Chromium is not installed (apt-get install chromium); the browser check needs it")
     html = report.read_text()
-    check = browser.render_check(report)
+    check = browser.render_check(report, width)
+    assert check["viewport"] == width and check["scroll_width"] <= width and not check["overflowing"], check["overflowing"]
     assert len(check["charts"]) == html.count('<svg class="chart"') >= 15
     for chart in check["charts"]:
-        assert chart["width"] > 200 and chart["height"] > 80, chart
+        assert chart["width"] > min(200, width / 2) and chart["height"] > (80 if width >= 1000 else 40), chart  # scaled to fit
         assert chart["drawn"] > 0, f"chart {chart['label']!r} drew no data"
-    png = browser.screenshot(report, tmp_path / "report.png", width=1400)
-    width, height = _png_size(png)
-    assert width == 1400 and height >= check["height"] > 3000
+    shown = set(re.findall(r'data-reason="([^"]+)"', html))
+    removed = {f"{r['stage']}/{reason}" for r in open_run(str(zrun)).summary for reason, n in r["removed"].items() if n}
+    assert removed and removed <= shown, "an example document for every reason that removed something"
+    assert 'id="clusters"' in html and 'id="languages"' in html
+    png = browser.screenshot(report, tmp_path / "report.png", width=width)
+    png_width, height = _png_size(png)
+    assert png_width == max(width, browser.MIN_WINDOW) and height >= check["height"] > 3000
+    if width < 1000:
+        return
     blank = tmp_path / "blank.html"
     blank.write_text("<!DOCTYPE html><html><body style='background:#f5f7fa'></body></html>")
     empty = browser.screenshot(blank, tmp_path / "blank.png", width=1400, height=height)

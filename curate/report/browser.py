@@ -27,11 +27,38 @@ CHECK = """<script>(function () {
     svg.querySelectorAll('.d').forEach(function (e) { var b = e.getBBox(); if (b.width > 0 || b.height > 0) drawn++; });
     charts.push({index: i, label: svg.getAttribute('aria-label'), width: box.width, height: box.height, drawn: drawn});
   });
+  var view = window.innerWidth, wide = [];
+  function clipped(e) {  // inside a box that scrolls (or clips) sideways: it cannot widen the page
+    for (var p = e.parentElement; p && p !== document.body; p = p.parentElement) {
+      var o = getComputedStyle(p).overflowX;
+      if (o === 'auto' || o === 'scroll' || o === 'hidden') return true;
+    }
+    return false;
+  }
+  document.querySelectorAll('body *').forEach(function (e) {
+    var b = e.getBoundingClientRect();
+    if (b.right > view + 1 && wide.length < 20 && !clipped(e))
+      wide.push(e.tagName.toLowerCase() + (typeof e.className === 'string' && e.className ? '.' + e.className : '') + ' ' + Math.round(b.right));
+  });
   var out = document.createElement('pre');
   out.id = 'render-check';
-  out.textContent = JSON.stringify({charts: charts, height: document.documentElement.scrollHeight});
+  out.textContent = JSON.stringify({charts: charts, height: document.documentElement.scrollHeight,
+                                    scroll_width: document.documentElement.scrollWidth, viewport: view, overflowing: wide});
   document.body.appendChild(out);
+  if (window.parent !== window) window.parent.postMessage(out.textContent, '*');
 })();</script>"""
+MIN_WINDOW = 500  # Chromium's headless windows are never narrower: a phone's width is shown in an iframe that wide
+FRAME = """<!DOCTYPE html><html><body style="margin:0;background:#52606d">
+<iframe src="{src}" style="display:block;width:{width}px;height:{height}px;border:0;background:#fff" scrolling="no"></iframe>
+<pre id="render-check"></pre><script>window.addEventListener('message', function (e) {{
+  document.getElementById('render-check').textContent = e.data; }});</script></body></html>"""
+
+
+def _framed(page: Path, width: int, height: int) -> Path:
+    """A page that shows `page` in an iframe `width` x `height` CSS pixels (its viewport: media queries, layout)."""
+    wrapper = page.with_name(page.stem + f"-framed-{width}.html")
+    wrapper.write_text(FRAME.format(src=page.name, width=width, height=height), encoding="utf-8")
+    return wrapper
 
 
 def find_chromium() -> str | None:
@@ -60,12 +87,16 @@ def dump_dom(html: str | Path, width: int = 1400, timeout: int = 120) -> str:
 
 
 def render_check(html: str | Path, width: int = 1400, timeout: int = 120) -> dict:
-    """{"charts": [{index, label, width, height, drawn}], "height": page height in CSS pixels}."""
+    """{"charts": [{index, label, width, height, drawn}], "height": page height in CSS pixels, "scroll_width": the page's
+    width (wider than "viewport": it scrolls sideways), "overflowing": elements reaching past the viewport outside any box
+    that scrolls sideways (at most 20)}."""
     text = Path(html).read_text(encoding="utf-8")
     with tempfile.TemporaryDirectory() as tmp:
         probe = Path(tmp) / "probe.html"
         probe.write_text(text.replace("</body>", CHECK + "</body>"), encoding="utf-8")
-        dom = dump_dom(probe, width, timeout)
+        if width < MIN_WINDOW:
+            probe = _framed(probe, width, 1000)
+        dom = dump_dom(probe, max(width, MIN_WINDOW), timeout)
     found = re.search(r'<pre id="render-check">(.*?)</pre>', dom, re.S)
     if not found:
         raise RuntimeError("the render check did not run (no #render-check in the DOM)")
@@ -73,11 +104,18 @@ def render_check(html: str | Path, width: int = 1400, timeout: int = 120) -> dic
 
 
 def screenshot(html: str | Path, png: str | Path, width: int = 1400, height: int | None = None, timeout: int = 120) -> Path:
-    """A PNG of the page `width` CSS pixels wide; `height` None = the whole page."""
+    """A PNG of the page `width` CSS pixels wide; `height` None = the whole page. Below MIN_WINDOW the page is
+    drawn in an iframe `width` wide at the left of a MIN_WINDOW-wide image (a grey band to its right)."""
     if height is None:
         height = int(render_check(html, width, timeout)["height"]) + 4
     png = Path(png).resolve()
-    done = _run([f"--window-size={width},{height}", f"--screenshot={png}", Path(html).resolve().as_uri()], timeout)
+    target = Path(html).resolve()
+    with tempfile.TemporaryDirectory() as tmp:
+        if width < MIN_WINDOW:
+            copy = Path(tmp) / target.name
+            copy.write_bytes(target.read_bytes())
+            target = _framed(copy, width, height)
+        done = _run([f"--window-size={max(width, MIN_WINDOW)},{height}", f"--screenshot={png}", target.as_uri()], timeout)
     if done.returncode != 0 or not png.exists():
         raise RuntimeError(f"chromium --screenshot failed ({done.returncode}): {done.stderr[-2000:]}")
     return png

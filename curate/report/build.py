@@ -8,7 +8,7 @@ from html import escape
 
 from curate.errors import CurateError
 from curate.io import fs
-from curate.report import classify, dedup, dualuse, funnel, mixture, page, removals, sections, signals, timing
+from curate.report import classify, dedup, dualuse, examples, funnel, languages, mixture, page, removals, sections, signals, timing
 from curate.report.context import RunView, open_run
 from curate.report.palette import source_colors
 
@@ -29,6 +29,10 @@ def gather(run: RunView) -> dict:
         "plan": mixture.plan(run),
         "packing": mixture.packing(run),
         "timing": timing.timing(run),
+        "examples": examples.removal_examples(run),
+        "clusters": [c for stage in run.stages_of(*dedup.DEDUP_KINDS) if stage in run.stage_order
+                     for c in examples.cross_source_clusters(run, stage)],
+        "languages": languages.language_mix(run),
     }
 
 
@@ -42,8 +46,11 @@ def render(run: RunView, data: dict) -> str:
         ("overview", "Overview", sections.overview(run, data["documents"], data["timing"], data["removals"], colors)),
         ("funnel", "Funnel", sections.funnel(data["documents"], data["tokens"], colors)),
         ("removals", "Removals", sections.removals(data["removals"], data["bad_records"], run.sources, colors)),
+        ("examples", "Removed documents", examples.removal_section(data["examples"], colors)),
         ("signals", "Quality signals", sections.signals(data["signals"])),
+        ("languages", "Languages", languages.section(data["languages"])),
         ("dedup", "Deduplication", sections.dedup(data["dedup"], pending("dedup", "exact_dedup"))),
+        ("clusters", "Duplicates across sources", examples.clusters_section(data["clusters"], colors)),
         ("classify", "Classifiers", sections.classifiers(data["classify"], pending("classify"))),
         ("dual-use", "Dual-use", sections.dual_use(data["dual_use"], colors, pending("dual_use"))),
         ("mixture", "Mixture & packing", sections.mixture(data["plan"], data["packing"], colors)),

@@ -15,7 +15,7 @@ import duckdb
 import pyarrow.parquet as pq
 import yaml
 
-from curate.errors import CurateError
+from curate.errors import UsageError
 from curate.io import fs
 from curate.rundir import RunDir
 from curate.rundir.accounting import aggregate
@@ -126,7 +126,7 @@ def open_run(root: str) -> RunView:
     """Read what every section needs; a directory without pipeline.yaml is not a run."""
     run = RunDir(root.rstrip("/") if "://" in root else os.path.abspath(root))
     if not fs.exists(run.pipeline_file):
-        raise CurateError(f"{root}: not a run directory (no pipeline.yaml); run `curate run PIPELINE --output {root}` first")
+        raise UsageError(f"{root}: not a run directory (no pipeline.yaml); run `curate run PIPELINE --output {root}` first")
     text = fs.read_bytes(run.pipeline_file).decode()
     pipeline = yaml.safe_load(text) or {}
     header = HEADER.match(text)

@@ -21,7 +21,7 @@ section { background:var(--card); border:1px solid var(--line); border-radius:10
 section > h2 { margin:0 0 4px; font-size:18px; }
 section > p.lead { margin:0 0 12px; color:var(--muted); max-width:980px; }
 h3 { font-size:14px; margin:0 0 6px; }
-.grid { display:grid; grid-template-columns:repeat(auto-fill, minmax(560px, 1fr)); gap:14px 22px; }
+.grid { display:grid; grid-template-columns:repeat(auto-fill, minmax(min(560px, 100%), 1fr)); gap:14px 22px; }
 figure { margin:0 0 12px; min-width:0; }
 figure svg { display:block; max-width:100%; height:auto; }
 figcaption { color:var(--muted); font-size:12.5px; margin-top:4px; }
@@ -38,9 +38,27 @@ td.nowrap { white-space:nowrap; }
 .wide { overflow-x:auto; }
 .note { background:#fffbea; border:1px solid #f7e3a1; border-radius:8px; padding:8px 12px; margin:0 0 12px; color:#5c4813; font-size:13px; }
 .swatch { display:inline-block; width:10px; height:10px; border-radius:2px; margin-right:5px; vertical-align:-1px; }
-code { font-family:ui-monospace,SFMono-Regular,Menlo,Consolas,monospace; font-size:12px; }
+code { font-family:ui-monospace,SFMono-Regular,Menlo,Consolas,monospace; font-size:12px; overflow-wrap:anywhere; }
 .muted { color:var(--muted); }
 footer { color:var(--muted); font-size:12px; text-align:center; padding:0 0 30px; }
+.docs { display:grid; grid-template-columns:repeat(auto-fill, minmax(min(300px, 100%), 1fr)); gap:10px; margin:0 0 14px; }
+.side { display:grid; grid-template-columns:repeat(auto-fit, minmax(min(260px, 100%), 1fr)); gap:10px; margin:0 0 16px; }
+.doc { border:1px solid var(--line); border-radius:8px; padding:8px 10px; background:#fbfcfd; min-width:0; font-size:12.5px; }
+.doc-head { margin:0 0 4px; overflow-wrap:anywhere; }
+.doc .id { color:var(--muted); font-size:11.5px; }
+.doc code.reason { color:#8a1c1c; }
+.doc .detail { font-family:ui-monospace,SFMono-Regular,Menlo,Consolas,monospace; font-size:11.5px; color:#5c4813; background:#fffbea;
+               border-radius:4px; padding:2px 6px; margin:0 0 4px; overflow-wrap:anywhere; }
+.doc .snippet { color:#334e68; overflow-wrap:anywhere; }
+.tag { font-size:11px; border-radius:4px; padding:0 5px; white-space:nowrap; }
+.tag.kept { background:#e3f1e8; color:#1f5c36; } .tag.gone { background:#fbe6e6; color:#8a1c1c; }
+td code, .detail, .snippet { word-break:normal; }
+@media (max-width: 640px) {
+  header { padding:14px 14px 12px; } nav { position:static; padding:6px 14px; } main { padding:10px 8px 30px; }
+  section { padding:12px 12px 6px; border-radius:8px; }
+  header h1 { font-size:18px; } header .meta { overflow-wrap:anywhere; }
+  .cards { grid-template-columns:repeat(auto-fill, minmax(140px, 1fr)); }
+}
 """
 
 

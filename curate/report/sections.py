@@ -393,23 +393,29 @@ def performance(data: dict) -> str:
         return ""
     figs = ""
     if data["wall_known"]:
-        chart = svg.bars([r["stage"] for r in rows], [Series("wall seconds", "#4e79a7", [r["wall_seconds"] for r in rows])],
-                         value_label="wall seconds", fmt=lambda v: f"{v:.3g}", label="wall time per stage")
+        series = [Series("stage work", "#4e79a7", [r["wall_seconds"] - r["compile_seconds"] for r in rows]),
+                  Series("compiling kernels (once)", "#e0b400", [r["compile_seconds"] or None for r in rows])]
+        series = series if any(r["compile_seconds"] for r in rows) else series[:1]
+        chart = svg.bars([r["stage"] for r in rows], series, value_label="wall seconds", stacked=True, fmt=lambda v: f"{v:.3g}",
+                         label="wall time per stage")
         figs = '<div class="grid">' + page.figure("Wall time per stage", chart, "Seconds this invocation spent in each stage (from "
                                                   "summary.json): a stage finished by an earlier invocation of a resumed run shows "
-                                                  "about 0.") + "</div>"
+                                                  "about 0. Yellow: compiling the stage's numba kernels before its tasks (the first "
+                                                  "run on a machine; then loaded from the cache), charged to no source.") + "</div>"
     table_rows = []
     for r in rows:
         phases = ", ".join(f"{p['phase']} {p['tasks']}" + (f" ({p['task_seconds']:.2f}s)" if p["task_seconds"] is not None else "")
                            for p in r["phases"])
         table_rows.append([escape(r["stage"]), escape(r["kind"]), f"{r['wall_seconds']:.2f}" if data["wall_known"] else "-",
+                           f"{r['compile_seconds']:.2f}" if r["compile_seconds"] else "-",
                            num(r["documents"]), num(round(r["docs_per_second"])) if r["docs_per_second"] else "-",
                            num(sum(p["tasks"] for p in r["phases"]) or r["tasks"]), f"{r['compute_seconds'] or r['task_seconds']:.2f}",
                            f'<span class="sub">{escape(phases)}</span>',
                            f'<span style="white-space:nowrap">{escape(r["retries"])}</span>'])
-    table = page.table(["stage", "kind", "wall s", "documents in", "documents/s", "tasks", "task-seconds", "phases: tasks (seconds)",
-                        "retries"], table_rows, {2, 3, 4, 5, 6}, raw=True)
-    lead = ("Where the time went. Documents/s = documents entering the stage / wall seconds. Task-seconds sum every task of every "
+    table = page.table(["stage", "kind", "wall s", "of which compiling", "documents in", "documents/s", "tasks", "task-seconds",
+                        "phases: tasks (seconds)", "retries"], table_rows, {2, 3, 4, 5, 6, 7}, raw=True)
+    lead = ("Where the time went. Documents/s = documents entering the stage / its wall seconds less compiling. Task-seconds sum "
+            "every task of every "
             "phase (from the task markers). Retries are not recorded by the run: Ray retries a task whose worker died "
             f"(up to execution.retries = {escape(str(data['retries_setting']))}) and only the attempt that finished writes a marker.")
     return page.section("performance", "Performance", lead, figs + table)

@@ -1,7 +1,8 @@
 """Per stage: wall time, documents per second, tasks and task time per phase, and retries.
 
 Wall time is the summary's (the seconds this invocation spent in the stage: a stage finished by an
-earlier invocation of a resumed run shows about 0). Tasks and task-seconds come from the task markers
+earlier invocation of a resumed run shows about 0); the part of it spent compiling the stage's kernels
+(once, before its tasks, charged to no source) is shown apart. Tasks and task-seconds come from the task markers
 (`RUN/_state/<stage>/<phase>/...`), which every invocation keeps. Retries are not recorded anywhere in a
 run (Ray retries a task whose worker died up to `execution.retries` times, and only the attempt that
 finished writes a marker), so the report says so rather than showing a number.
@@ -42,8 +43,9 @@ def timing(run: RunView) -> dict:
         documents = sum(r["in"] for r in mine)
         wall = max((r.get("wall_seconds") or 0.0) for r in mine) if mine else 0.0
         compute = max((r.get("stage_compute_seconds") or 0.0) for r in mine) if mine else 0.0
+        compiled = max((r.get("compile_seconds") or 0.0) for r in mine) if mine else 0.0  # once per stage, in the driver
         rows.append({"stage": stage, "kind": run.kind(stage), "documents": documents, "wall_seconds": wall,
-                     "docs_per_second": documents / wall if wall >= 0.01 else None,
+                     "compile_seconds": compiled, "docs_per_second": documents / (wall - compiled) if wall - compiled >= 0.01 else None,
                      "tasks": sum(r.get("tasks", 0) for r in mine),
                      "task_seconds": round(sum(r.get("task_seconds", 0.0) for r in mine), 3),
                      "compute_seconds": compute, "phases": phases(run, stage), "retries": RETRIES})

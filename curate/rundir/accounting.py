@@ -13,10 +13,12 @@ from curate.errors import CurateError
 
 
 def aggregate(stage_markers: list[tuple[str, list[dict]]], order: list[str], wall: dict[str, float],
-              compute: dict[str, float] | None = None, chain: bool = True) -> list[dict]:
+              compute: dict[str, float] | None = None, compile: dict[str, float] | None = None,
+              chain: bool = True) -> list[dict]:
     """Sum task markers per stage and source (sources in `order`), checking in = kept + removed.
 
     `wall`: seconds this run spent in each stage; `compute`: task seconds of each stage over all its phases;
+    `compile`: seconds of the stage's wall time spent compiling its kernels (once, in the driver: no source's);
     `chain`: also check that each stage saw what the previous one kept (not for a run still in progress,
     whose current stage has done only some of its tasks)."""
     rows = []
@@ -38,7 +40,8 @@ def aggregate(stage_markers: list[tuple[str, list[dict]]], order: list[str], wal
             rows.append({"stage": stage, "source": source, "in": row["in"], "kept": row["kept"],
                          "removed": dict(sorted(row["removed"].items())), "tasks": row["tasks"],
                          "task_seconds": round(row["task_seconds"], 3), "wall_seconds": round(wall.get(stage, 0.0), 3),
-                         "stage_compute_seconds": round((compute or {}).get(stage, 0.0), 3)})
+                         "stage_compute_seconds": round((compute or {}).get(stage, 0.0), 3),
+                         "compile_seconds": round((compile or {}).get(stage, 0.0), 3)})
     if chain:
         _check_chain(rows)
     return rows

@@ -53,8 +53,14 @@ class Work:
     run: Callable
     setup: Callable | None
     rundir: RunDir
+    kernels: tuple = ()
 
     def prepare(self) -> None:
+        """Compile the phase's kernels (outside any task's timer), then its setup."""
+        if self.kernels:
+            from curate.runner.kernels import warm
+
+            _guarded(self, "compiling its kernels", warm, self.kernels)
         if self.setup is not None:
             _guarded(self, "its worker setup", self.setup)
 

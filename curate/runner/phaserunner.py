@@ -1,4 +1,5 @@
-"""Runs the phases of stages: skips finished tasks, starts the executor lazily, reports progress and wall time."""
+"""Runs the phases of stages: skips finished tasks, starts the executor lazily (and says so), compiles the
+phase's kernels before its tasks (timed apart), reports progress and wall time."""
 
 from __future__ import annotations
 
@@ -9,7 +10,8 @@ import time
 from curate.io import fs
 from curate.rundir import RunDir
 from curate.runner.executor import Placement, Work, make_executor
-from curate.runner.progress import Progress
+from curate.runner.kernels import warm
+from curate.runner.progress import Progress, duration, unit_of
 from curate.stages.phase import Phase
 
 log = logging.getLogger("curate")
@@ -25,6 +27,7 @@ class PhaseRunner:
         self.executor = None  # started on the first task to run: a finished run resumes in no time
         self.wall: dict[str, float] = {}     # seconds this run spent in each stage
         self.compute: dict[str, float] = {}  # task seconds of each stage, every phase, resumed tasks included
+        self.compile: dict[str, float] = {}  # seconds this run spent compiling (or loading) each stage's kernels
 
     def for_stage(self, stage: str, upstream: str):
         """The `run_phase` a stage executes with; `upstream` is the fingerprint of everything before it."""
@@ -39,21 +42,47 @@ class PhaseRunner:
         done = {i for i, m in enumerate(markers) if m in present}
         todo = [t for i, t in enumerate(phase.tasks) if i not in done]
         if todo and self.executor is None:
-            self.executor = make_executor(*self._executor_args)
+            self.executor = self._start_executor()
         started = time.monotonic()
+        if todo and phase.kernels:
+            self._compile(stage, phase.kernels)
         label = stage if phase.accounts else f"{stage}: {phase.label}"
-        self.progress.start(label, len(phase.tasks), len(done))
+        self.progress.start(label, len(phase.tasks), len(done), unit_of(phase.name, phase.accounts))
         results: dict[str, dict] = {}
         if todo:
-            work = Work(stage, phase.name, phase.run, phase.setup, self.rundir)
+            work = Work(stage, phase.name, phase.run, phase.setup, self.rundir, tuple(phase.kernels))
             for task, result in self.executor.map(work, todo, phase.resources):
                 self.progress.update(result.get("in", 0))
+                log.debug("[%s] done: %s in %.2fs%s", label, task.where, result.get("seconds", 0.0),
+                          f" on {result['node']}" if result.get("node") else "")
                 results[task.key] = result
         self.progress.finish()
         self.wall[stage] = self.wall.get(stage, 0.0) + time.monotonic() - started
         out = [results[t.key] if t.key in results else self.rundir.read_json(markers[i]) for i, t in enumerate(phase.tasks)]
         self.compute[stage] = self.compute.get(stage, 0.0) + sum(r.get("seconds", 0.0) for r in out)
         return out
+
+    def _start_executor(self):
+        inline, address = self._executor_args[:2]
+        if inline:
+            return make_executor(*self._executor_args)
+        log.info("starting Ray (%s) ...", f"joining {address}" if address else "an embedded local cluster")
+        started = time.monotonic()
+        executor = make_executor(*self._executor_args)
+        log.info("Ray ready in %s: at most %d tasks in flight", duration(time.monotonic() - started), executor.parallelism)
+        return executor
+
+    def _compile(self, stage: str, kernels) -> None:
+        """Compile the phase's numba kernels here, in the driver, before any task: the time is said and kept
+        apart from the tasks', and the workers of this machine then load them from numba's on-disk cache."""
+        def say(what: str) -> None:
+            log.info("[%s] compiling %s (the first run on a machine takes a while; cached afterwards) ...", stage, what)
+
+        took = warm(kernels, say)
+        if took:
+            seconds = sum(took.values())
+            self.compile[stage] = self.compile.get(stage, 0.0) + seconds
+            log.info("[%s] kernels ready in %.1fs", stage, seconds)
 
     def _check_key(self, stage: str, phase: Phase, key: str) -> None:
         """Discard a keyed phase's markers and outputs when what they depend on changed."""

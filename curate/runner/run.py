@@ -170,7 +170,7 @@ def _run_locked(pipeline, run, stages, until, inline, address, workers, progress
             upstream = fingerprint
     finally:
         runner.close()
-    rows = aggregate([(s.name, run.markers(s.name)) for s in stages], pipeline.priority, runner.wall, runner.compute)
+    rows = aggregate([(s.name, run.markers(s.name)) for s in stages], pipeline.priority, runner.wall, runner.compute, runner.compile)
     run.write_json(run.summary_file, rows)
     if until is None and not rows:
         raise CurateError("the run produced no accounting rows")

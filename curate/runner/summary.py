@@ -57,6 +57,18 @@ def _reasons(ranked: list[tuple[str, int]], room: int) -> str:
     return ", ".join(shown)
 
 
+def compile_note(rows: list[dict]) -> list[str]:
+    """One line on the kernels compiled before the stages' tasks: their time is in no source's task seconds."""
+    seconds = {}
+    for r in rows:
+        if r.get("compile_seconds"):
+            seconds[r["stage"]] = r["compile_seconds"]
+    if not seconds:
+        return []
+    return ["kernels compiled (or loaded from the cache) before the tasks, not in any source's time: "
+            + ", ".join(f"{stage} {s:.1f}s" for stage, s in seconds.items())]
+
+
 def model_notes(run: RunDir, steps: list[str], rows: list[dict], order: list[str]) -> list[str]:
     """Lines on the model steps of a run: each model's cost, stand-ins said plainly, the dual-use funnel."""
     lines = []

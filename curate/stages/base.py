@@ -31,6 +31,7 @@ class Stage(ABC):
     PRODUCES: tuple[str, ...] = ()
     REMOVES = False
     FINAL = False
+    KERNELS: tuple[str, ...] = ()   # numba kernels its accounting tasks call (runner/kernels.py)
 
     def __init__(self, name: str, options: dict, pipeline: Pipeline, run: RunDir, previous: list[str],
                  upstream: dict[str, str]):
@@ -44,6 +45,10 @@ class Stage(ABC):
     def preflight(self) -> None:
         """Checks that need more than the options (a model file loads, a tokenizer exists), run before any
         task of the run starts; raise CurateError."""
+
+    def kernels(self) -> tuple[str, ...]:
+        """The numba kernels this stage's accounting tasks call, compiled before them (and timed apart)."""
+        return self.KERNELS
 
     def fingerprint(self, upstream: str, tasks: list[Task]) -> str:
         """Changes whenever this stage's results could change: options, upstream results, planned inputs."""

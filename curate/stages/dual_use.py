@@ -95,7 +95,7 @@ class DualUseStage(ShardStage):
     def execute(self, tasks, run_phase) -> None:
         blocklist = Blocklist.from_file(self.terms_path())
         scan = run_phase(Phase("scan", tasks, partial(self.scan, blocklist), resources=Resources(actor=True),
-                               key=blocklist.fingerprint, outputs=(self.run.work(self.name, "scan"),)))
+                               key=blocklist.fingerprint, outputs=(self.run.work(self.name, "scan"),), kernels=("blocklist",)))
         model, scored = self.model(), []
         if model is not None:
             cache = self.cache_dir()

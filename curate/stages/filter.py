@@ -5,8 +5,9 @@ signals or classify step ran before), so a predicate can use document columns (`
 signals (`rps_doc_word_count`) and scores alike. The side tables are read once per shard, with pyarrow
 through curate's own filesystem (a run in object storage included), and only the columns the rules name.
 A document is kept only when every rule is TRUE; a removed document's ledger reason is the first rule it
-failed: `<recipe>.<rule>`, or `where:<predicate>` for an inline one. Rules are SQL over stored columns,
-so changing a threshold re-runs this stage alone.
+failed: `<recipe>.<rule>`, or `where:<predicate>` for an inline one; its detail holds the values that rule
+read (`int_score=2`, `rps_doc_word_count=12`; a text column by its length), so a removal can be checked
+without a join. Rules are SQL over stored columns, so changing a threshold re-runs this stage alone.
 """
 
 from __future__ import annotations
@@ -21,12 +22,39 @@ from curate.config.schema import Field
 from curate.errors import ConfigError
 from curate.io import fs
 from curate.recipes import Rule, load_recipe
-from curate.sql import connect, reason_sql
+from curate.sql import connect, quote, reason_sql
 from curate.sql_guard import check_expression
 from curate.stages.registry import stage
 from curate.stages.shard import Output, ShardRef, ShardStage, removals
 
 ALL = "all"
+DETAIL_CHARS = 80   # each value in a ledger detail is cut to this many characters
+TEXT_COLUMNS = ("text",)  # shown by their length, not their content
+
+
+def named_columns(predicate: str, columns: list[str]) -> list[str]:
+    """The columns a predicate names (as whole words), in the order they appear in `columns`."""
+    text = predicate.lower()
+    return [c for c in columns if c != "id" and re.search(rf"(?<!\w){re.escape(c.lower())}(?!\w)", text)]
+
+
+def _ident(column: str) -> str:
+    return '"' + column.replace('"', '""') + '"'
+
+
+def detail_sql(rules: list[Rule], columns: list[str]) -> tuple[str, str]:
+    """(the columns to carry beside `reason`, a CASE over `reason` giving the values the failed rule read).
+    Only the columns some rule names are carried (a text column as its length), so nothing else is copied."""
+    carried, whens = {}, []
+    for rule in rules:
+        parts = []
+        for c in named_columns(rule.predicate, columns):
+            carried[c] = f"length({_ident(c)}) AS {_ident(c)}" if c in TEXT_COLUMNS else _ident(c)
+            name = f"length({c})=" if c in TEXT_COLUMNS else f"{c}="
+            parts.append(f"{quote(name)} || coalesce(left(CAST({_ident(c)} AS VARCHAR), {DETAIL_CHARS}), 'NULL')")
+        if parts:
+            whens.append(f"WHEN {quote(rule.name)} THEN concat_ws(', ', {', '.join(parts)})")
+    return "".join(f", {c}" for c in carried.values()), (f"CASE reason {' '.join(whens)} END" if whens else "NULL")
 
 
 @stage("filter")
@@ -127,8 +155,11 @@ class FilterStage(ShardStage):
         if not rules or not batch.num_rows:
             return None
         con = self._bind(batch, sides)
+        columns = [c[0] for c in con.sql("DESCRIBE docs").fetchall()]
         # OFFSET 0 keeps DuckDB from pushing the filter into the CASE (which would evaluate every rule)
-        removed = con.sql(f"SELECT id, reason FROM (SELECT id, {reason_sql(rules)} AS reason FROM docs OFFSET 0) "
-                          "WHERE reason IS NOT NULL ORDER BY id").to_arrow_table()
+        carried, detail = detail_sql(rules, columns)  # the values behind a removal, formatted for removed rows only
+        removed = con.sql(f"SELECT id, reason, {detail} AS detail FROM (SELECT id, {reason_sql(rules)} AS reason{carried} "
+                          "FROM docs OFFSET 0) WHERE reason IS NOT NULL ORDER BY id").to_arrow_table()
         con.close()
-        return Output(removed=removals(removed.column("id"), removed.column("reason").cast(pa.string()).combine_chunks()))
+        return Output(removed=removals(removed.column("id"), removed.column("reason").cast(pa.string()).combine_chunks(),
+                                       removed.column("detail").cast(pa.string()).combine_chunks()))

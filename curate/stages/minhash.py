@@ -42,6 +42,7 @@ def rank_key(values: pa.Array) -> np.ndarray:
 class MinhashStage(ShardStage):
     PRODUCES = ("minhash",)
     ROW_NUMBERS = True
+    KERNELS = ("minhash",)
     OPTIONS = {
         "preset": Field((str,), default="zyda2", choices=sorted(PRESETS)),
         "unit": Field((str,), default=None, nullable=True, choices=["char", "word"]),

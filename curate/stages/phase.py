@@ -35,7 +35,7 @@ class Phase(Generic[P]):
     `key`: what the phase's results depend on beyond the stage's upstream. A phase with a key keeps its
     markers and `outputs` when other options of its stage change (a model's scores survive a new keep
     threshold), and discards them when the key or the upstream changes. Without a key, the phase's
-    results go with the stage's fingerprint.
+    results go with the stage's fingerprint. `kernels` are compiled before the first task, timed apart.
     """
 
     name: str
@@ -46,6 +46,7 @@ class Phase(Generic[P]):
     accounts: bool = False
     key: str | None = None
     outputs: tuple[str, ...] = ()
+    kernels: tuple[str, ...] = ()   # numba kernels its tasks call, compiled before them (runner/kernels.py)
 
     @property
     def label(self) -> str:

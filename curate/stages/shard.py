@@ -73,7 +73,7 @@ class ShardStage(Stage):
         run_phase(self.shard_phase(tasks))
 
     def shard_phase(self, tasks: list[Task]) -> Phase:
-        return Phase(ACCOUNTING, tasks, self.run_shard, self.setup, self.resources, accounts=True)
+        return Phase(ACCOUNTING, tasks, self.run_shard, self.setup, self.resources, accounts=True, kernels=self.kernels())
 
     # ---- what a stage implements ------------------------------------------------------------------
     def setup(self) -> None:

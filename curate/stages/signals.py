@@ -87,6 +87,9 @@ class SignalsStage(ShardStage):
     def fingerprint_extra(self, tasks):
         return {"dt_words": self.dt_words()}
 
+    def kernels(self) -> tuple[str, ...]:
+        return ("signals", "datatrove_words") if self.dt_words() else ("signals",)
+
     def owned_paths(self) -> list[str]:
         return [self.run.path("signals"), *super().owned_paths()]
 
