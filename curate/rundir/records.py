@@ -37,6 +37,7 @@ class MinhashRecord(Record):
     partitions: int
     shingling: dict     # curate.dedup.shingles.Shingling fields
     tie_break: str
+    signatures: str = ""  # RUN/_work/<minhash>/signatures: s=<shard tag>.parquet rows (node, length, sig)
 
 
 @dataclass(frozen=True)
