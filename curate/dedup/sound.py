@@ -2,20 +2,18 @@
 
 Connected components of LSH candidates are transitive: in a chain A~B~C, C may share little with A, and a
 policy that keeps A (or A's source) would remove C for resembling nothing kept. Here the components only
-propose; each component's representative (the document the policy keeps: best source, then the tie-break)
-is compared with every other member, and a member may go only if its similarity to the representative is
-at least `threshold`. The MinHash signatures the minhash stage kept give the estimate (fraction of equal
-slots); within `margin` of the threshold the exact shingle Jaccard decides. Members that fail are not
-removed: they form the next round's sub-cluster (its own representative, checked again), up to `rounds`
-rounds; whatever is left after that is kept. Work per cluster is at most `rounds` x members x num_perm.
+propose: `curate.dedup.settle` decides, member by member, from the MinHash signatures the minhash stage
+kept (the fraction of equal slots estimates the Jaccard) and, within `margin` of the threshold, from the
+exact shingle Jaccard, so that every removed document has a kept one at or above `threshold`.
 
 Phases (after the components converge):
   decide    per node partition: each member's component label, sent to its docs shard
   gather    per docs shard: attach each member's signature and length, send it to its component's partition
-  settle    per partition of components: representatives and estimates, round by round; certain decisions are
-            written (`graph.write_decisions`), pairs near the threshold go to the representative's shard
-  exact-a   per docs shard of representatives: attach their shingle hashes, send to the member's shard
-  exact-b   per docs shard of members: exact Jaccard; remove at or above the threshold, else keep
+  settle    per partition of components: representatives and estimates, round by round (`settle_members`);
+            pairs near the threshold go to the kept member's shard
+  exact-a   per docs shard of kept members: attach their shingle hashes, send to the member's shard
+  exact-b   per docs shard of members: the exact Jaccard, sent back to the component's partition
+  finalize  per partition of components: the decisions (`finish`), written with their evidence
 """
 
 from __future__ import annotations
@@ -29,16 +27,15 @@ from curate.dedup import nodes
 from curate.dedup.exact import jaccard, shingle_hashes
 from curate.dedup.graph import GraphDir, by_shard, write_decisions
 from curate.dedup.layout import read_columns, read_tables, tag_of, write_columns
+from curate.dedup.settle import CHECK, REMOVED, Settled, finish, settle_members
 from curate.dedup.shingles import Shingling
-from curate.dedup.shuffle import partition_of
+from curate.dedup.shuffle import partition_of, split
 from curate.dedup.signature_store import fixed_lists, read_signatures, signature_matrix
 from curate.io import fs
 from curate.io.parquet import write_table
 
 U64 = np.uint64
-KEPT, REMOVED, CHECK = 0, 1, 2
 REPRESENTATIVE, ESTIMATE, EXACT = 1, 2, 3   # indexes into graph.METHODS
-CHUNK = 1 << 15                              # members compared at once (bounds the temporary memory)
 LARGEST = 5                                  # largest component sizes each partition reports
 
 
@@ -49,46 +46,6 @@ class Sound:
     rounds: int          # sub-cluster rounds per component; members still unsettled after them are kept
     signatures: str      # the minhash stage's signature files: s=<shard tag>.parquet
     shingling: dict      # how that stage shingled (the exact Jaccard uses the same shingles)
-
-
-def equal_fraction(sig: np.ndarray, a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """Fraction of equal slots between signature rows a[i] and b[i]: the MinHash estimate of their Jaccard."""
-    out = np.empty(len(a), np.float32)
-    for i in range(0, len(a), CHUNK):
-        out[i:i + CHUNK] = (sig[a[i:i + CHUNK]] == sig[b[i:i + CHUNK]]).mean(axis=1)
-    return out
-
-
-def settle_members(comp: np.ndarray, priority: np.ndarray, sig: np.ndarray, policy: str, threshold: float,
-                   margin: float, rounds: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Members sorted by (component, rank): each member's representative (an index), fate and similarity to it.
-
-    Each round, the best-ranked unsettled member of every component is a representative (kept); the
-    policy keeps what it always keeps (`cross_source`: the representative's source; `all`: nothing else);
-    every other unsettled member is removed when its estimate is at least threshold + margin, sent to
-    the exact check when within the margin, and otherwise left for the next round's sub-cluster."""
-    n = len(comp)
-    rep, fate, sim = np.arange(n), np.full(n, KEPT, np.int8), np.ones(n, np.float32)
-    pending = np.ones(n, bool)
-    for _ in range(rounds):
-        idx = np.flatnonzero(pending)
-        if not len(idx):
-            break
-        c = comp[idx]
-        first = np.r_[True, c[1:] != c[:-1]]
-        rep_of = idx[first][np.cumsum(first) - 1]
-        est = equal_fraction(sig, idx, rep_of)
-        kept = idx == rep_of
-        if policy == "cross_source":
-            kept |= priority[idx] == priority[rep_of]
-        sure = ~kept & (est >= threshold + margin)
-        close = ~kept & ~sure & (est >= threshold - margin)
-        rep[idx], sim[idx] = rep_of, np.where(idx == rep_of, 1.0, est)
-        fate[idx[sure]], fate[idx[close]] = REMOVED, CHECK
-        pending[idx[kept | sure | close]] = False
-    left = np.flatnonzero(pending)  # unsettled after the last round: kept, each its own representative
-    rep[left], sim[left] = left, 1.0
-    return rep, fate, sim
 
 
 def route(g: GraphDir, rnd: int, p: int) -> dict:
@@ -121,30 +78,65 @@ def gather(g: GraphDir, s: Sound, tag: str, ids: pa.Array | None) -> dict:
     return {"in": len(m["node"])}
 
 
+STATE = ("rep", "sim", "fate", "solid", "solid_sim", "wait", "wait_sim", "wait_sure")
+
+
 def settle(g: GraphDir, s: Sound, policy: str, by_id: bool, p: int) -> dict:
-    """Decide one partition of components: certain decisions are written, near-threshold pairs queued for exact."""
+    """Estimate one partition of components (`settle_members`); the result waits in `sound/state` for `finalize`,
+    and the pairs that need the exact Jaccard go to their kept member's shard."""
     t = read_tables(g.path("sound", "gathered", f"p={p:05d}", "*.parquet"))
     if t is None:
-        return {"in": 0, "removed": 0, "checks": 0, "largest": []}
+        return {"in": 0, "checks": 0, "largest": []}
     if by_id:
         t = t.append_column("prio", pa.array(nodes.priority_of(t.column("node").to_numpy())))
         t = t.sort_by([("label", "ascending"), ("prio", "ascending"), ("id", "ascending"), ("node", "ascending")])
     else:
         t = t.take(pa.array(np.lexsort((t.column("node").to_numpy(), t.column("hi").to_numpy(), t.column("label").to_numpy()))))
     node, label, length = (t.column(k).to_numpy() for k in ("node", "label", "length"))
-    starts = np.r_[True, label[1:] != label[:-1]]
-    comp = np.cumsum(starts) - 1
-    rep, fate, sim = settle_members(comp, nodes.priority_of(node), signature_matrix(t.column("sig")), policy,
-                                    s.threshold, s.margin, s.rounds)
-    method = np.where(rep == np.arange(len(node)), REPRESENTATIVE, ESTIMATE).astype(np.uint8)
-    certain, check = fate != CHECK, fate == CHECK
-    write_decisions(g, f"{p:05d}", node[certain], label[certain], fate[certain] == REMOVED, node[rep][certain], sim[certain],
-                    method[certain], length[certain])
-    for key, part in by_shard(node[rep][check], node=node[check], rep=node[rep][check], label=label[check], length=length[check]):
+    comp = np.cumsum(np.r_[True, label[1:] != label[:-1]]) - 1
+    st = settle_members(comp, nodes.priority_of(node), signature_matrix(t.column("sig")), policy, s.threshold, s.margin, s.rounds)
+    write_columns(g.path("sound", "state", f"p={p:05d}.parquet"), node=node, label=label, length=length,
+                  **{k: getattr(st, k) for k in STATE})
+    check = st.fate == CHECK
+    solid = check & (st.solid >= 0)
+    wait = check & (st.wait >= 0) & ~st.wait_sure
+    members = np.r_[np.flatnonzero(solid), np.flatnonzero(wait)]
+    partner = np.r_[st.solid[solid], st.wait[wait]]
+    for key, part in by_shard(node[partner], node=node[members], rep=node[partner], label=label[members]):
         write_columns(g.path("sound", "exact", f"s={tag_of(key)}", f"from-{p:05d}.parquet"), **part)
-    sizes = np.bincount(comp)
-    return {"in": len(node), "removed": int((fate == REMOVED).sum()), "checks": int(check.sum()),
-            "largest": sorted(sizes.tolist(), reverse=True)[:LARGEST]}
+    return {"in": len(node), "checks": len(members), "largest": sorted(np.bincount(comp).tolist(), reverse=True)[:LARGEST]}
+
+
+def finalize(g: GraphDir, s: Sound, p: int) -> dict:
+    """Decide one partition of components with the exact checks' results; write the decisions and their evidence."""
+    names = ["node", "label", "length", *STATE]
+    cols = read_columns(g.path("sound", "state", f"p={p:05d}.parquet"), names,
+                        {"node": U64, "label": U64, "length": np.int64, "rep": np.int64, "sim": np.float32, "fate": np.int8,
+                         "solid": np.int64, "solid_sim": np.float32, "wait": np.int64, "wait_sim": np.float32, "wait_sure": bool})
+    node = cols["node"]
+    if not len(node):
+        return {"in": 0, "removed": 0}
+    st = Settled(*(cols[k] for k in STATE))
+    done = read_columns(g.path("sound", "exact-done", f"p={p:05d}", "*.parquet"), ["node", "rep", "jaccard"],
+                        {"node": U64, "rep": U64, "jaccard": np.float64})
+    exact = dict(zip(zip(done["node"].tolist(), done["rep"].tolist()), done["jaccard"].tolist()))
+
+    def measured(partner: np.ndarray) -> np.ndarray:  # exact Jaccard of (member, partner), NaN where not checked
+        return np.array([exact.get((int(a), int(node[b])), np.nan) if b >= 0 else np.nan for a, b in zip(node, partner)])
+
+    solid_j, wait_j = measured(st.solid), measured(st.wait)
+    gone, rep = finish(st, solid_j >= s.threshold, wait_j >= s.threshold)
+    sim = st.sim.astype(np.float64)
+    check = st.fate == CHECK
+    kept_check = check & ~gone  # evidence of a member kept after its checks: the settled candidate, else the waiting one
+    rep[kept_check] = np.where(st.solid[kept_check] >= 0, st.solid[kept_check], st.wait[kept_check])
+    method = np.where(rep == np.arange(len(node)), REPRESENTATIVE, ESTIMATE)
+    for use, j, est in ((check & (rep == st.solid), solid_j, st.solid_sim), (check & (rep == st.wait), wait_j, st.wait_sim)):
+        has = use & ~np.isnan(j)
+        sim[has], method[has] = j[has], EXACT
+        sim[use & np.isnan(j)] = est[use & np.isnan(j)]
+    write_decisions(g, f"{p:05d}", node, cols["label"], gone, node[rep], sim, method.astype(np.uint8), cols["length"])
+    return {"in": len(node), "removed": int(gone.sum()), "exact_removed": int((gone & check).sum()), "sure": int((st.fate == REMOVED).sum())}
 
 
 def _hashes(shingling: Shingling, texts: pa.Array, rows: np.ndarray) -> dict[int, np.ndarray]:
@@ -158,8 +150,7 @@ def shingling_of(s: Sound) -> Shingling:
 
 def exact_a(g: GraphDir, s: Sound, tag: str, texts: pa.Array) -> dict:
     """Per shard of representatives: attach each queued pair's representative shingle hashes, send to the member's shard."""
-    c = read_columns(g.path("sound", "exact", f"s={tag}", "*.parquet"), ["node", "rep", "label", "length"],
-                     {"node": U64, "rep": U64, "label": U64, "length": np.int64})
+    c = read_columns(g.path("sound", "exact", f"s={tag}", "*.parquet"), ["node", "rep", "label"], {"node": U64, "rep": U64, "label": U64})
     sets = _hashes(shingling_of(s), texts, nodes.row_of(c["rep"]))
     for key, part in by_shard(c["node"], **c):
         hashes = [sets[int(r)] for r in nodes.row_of(part["rep"])]
@@ -169,18 +160,17 @@ def exact_a(g: GraphDir, s: Sound, tag: str, texts: pa.Array) -> dict:
 
 
 def exact_b(g: GraphDir, s: Sound, tag: str, texts: pa.Array) -> dict:
-    """Per shard of members: the exact Jaccard with the representative decides; the decision is written with it."""
+    """Per shard of members: the exact Jaccard with the kept member, sent to the component's partition."""
     t = read_tables(g.path("sound", "exact-b", f"s={tag}", "*.parquet"))
     if t is None:
-        return {"in": 0, "removed": 0}
-    node = t.column("node").to_numpy()
+        return {"in": 0}
+    node, label = t.column("node").to_numpy(), t.column("label").to_numpy()
     sets = _hashes(shingling_of(s), texts, nodes.row_of(node))
     rep_hashes = t.column("rep_hashes").to_pylist()
     sim = np.array([jaccard(sets[int(r)], np.asarray(h, U64)) for r, h in zip(nodes.row_of(node), rep_hashes)], np.float64)
-    gone = sim >= s.threshold
-    write_decisions(g, f"x{tag}", node, t.column("label").to_numpy(), gone, t.column("rep").to_numpy(), sim,
-                    np.full(len(node), EXACT, np.uint8), t.column("length").to_numpy())
-    return {"in": len(node), "removed": int(gone.sum())}
+    for q, part in split(partition_of(label, g.partitions), g.partitions, node=node, rep=t.column("rep").to_numpy(), jaccard=sim):
+        write_columns(g.path("sound", "exact-done", f"p={q:05d}", f"from-{tag}.parquet"), **part)
+    return {"in": len(node), "passed": int((sim >= s.threshold).sum())}
 
 
 def has_work(g: GraphDir, kind: str, tag: str) -> bool:

@@ -99,6 +99,7 @@ def _settle(c: Clustering, run: RunDir, shards: list[Task], parts: list[Task], f
     run_phase(Phase("settle", parts, partial(sound.settle, g, s, c.policy, c.by_id)))
     for name, kind, fn in (("exact-a", "exact", sound.exact_a), ("exact-b", "exact-b", sound.exact_b)):
         run_phase(Phase(name, shards, partial(_text_if_queued, run, g, kind, partial(fn, g, s))))
+    run_phase(Phase("finalize", parts, partial(sound.finalize, g, s)))
 
 
 def _gather(run: RunDir, g: graph.GraphDir, s: sound.Sound, by_id: bool, job: ShardJob) -> dict:
