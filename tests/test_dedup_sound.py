@@ -252,3 +252,41 @@ def test_a_waiting_member_that_another_removal_relies_on_stays():
     s = _settled([KEPT, CHECK, CHECK], [-1, 0, 0], [-1, -1, 1], [False, False, True])
     gone, rep = finish(s, np.array([False, True, True]), np.array([False, False, False]))
     assert list(gone) == [False, True, True] and list(rep) == [0, 0, 0]
+
+
+def _wipeout(tmp):
+    """`main` has 20 pages; `mirror` copies 15 of them (a word changed) and has 3 of its own; one page is in
+    `main` twice more with a word changed (a cluster of 4 with its mirror copy)."""
+    rng = random.Random(3)
+    vocab = ["".join(rng.choice("abcdefghijklmnopqrstuvwxyz") for _ in range(rng.randint(3, 9))) for _ in range(2000)]
+    pages = [[rng.choice(vocab) for _ in range(200)] for _ in range(23)]
+    for name, docs in (("main", [(f"m{k}", p) for k, p in enumerate(pages[:20])] + [(f"m{k}b", pages[0][:-1] + [f"x{k}"]) for k in range(2)]),
+                       ("mirror", [(f"r{k}", p[:-1] + ["zz"]) for k, p in enumerate(pages[:15])] + [(f"own{k}", p) for k, p in enumerate(pages[20:])])):
+        (tmp / name).mkdir()
+        with open(tmp / name / "a.jsonl", "w") as fh:
+            for i, words in docs:
+                fh.write(json.dumps({"id": i, "text": " ".join(words)}) + "\n")
+    f = tmp / "wipe.yaml"
+    f.write_text(f"name: wipe\npriority: [main, mirror]\nsources:\n"
+                 f"  main: {{format: jsonl, fields: {{id: id}}, paths: '{tmp}/main/*.jsonl'}}\n"
+                 f"  mirror: {{format: jsonl, fields: {{id: id}}, paths: '{tmp}/mirror/*.jsonl'}}\n"
+                 f"stages:\n  ingest: {{}}\n  minhash: {{preset: zyda2}}\n  dedup: {{policy: cross_source, max_cluster: 3}}\n")
+    return f
+
+
+def test_a_source_wiped_out_by_dedup_raises_the_alarm(tmp_path, capsys):
+    f = _wipeout(tmp_path)
+    assert run_cli(f, "--output", tmp_path / "run", "--inline") == 0
+    out = capsys.readouterr()
+    assert "WARNING: dedup: mirror lost 83.3% of its documents (15 of 18) to dedup, more than max_removed_share 0.5" in out.out
+    assert "WARNING: dedup: main has documents in a cluster of 4, more than max_cluster 3" in out.out
+    rows = {(r["stage"], r["source"]): r for r in json.loads((tmp_path / "run" / "summary.json").read_text())}
+    assert rows[("dedup", "mirror")]["dedup"] == {"removed_share": 0.833333, "largest_clusters": [4, 2, 2],
+                                                  "alarm": ["removed_share", "cluster_size"]}
+    assert rows[("dedup", "main")]["dedup"]["alarm"] == ["cluster_size"] and rows[("dedup", "main")]["removed"] == {}
+    html = (tmp_path / "run" / "report.html").read_text()
+    assert "ALARM: dedup: mirror lost 83.3%" in html
+    assert run_cli(f, "--output", tmp_path / "strict", "--inline", "-q", "--set", "stages.dedup.on_alarm=error",
+                   "--set", "stages.dedup.max_cluster=100") != 0
+    assert ("curate: error: dedup: mirror lost 83.3% of its documents (15 of 18) to dedup, more than max_removed_share 0.5"
+            in capsys.readouterr().err)

@@ -41,6 +41,16 @@ class MinhashRecord(Record):
 
 
 @dataclass(frozen=True)
+class DedupRecord(Record):
+    """Per source: documents in, removed, share removed, largest clusters, alarms raised; the alarm lines."""
+
+    sources: dict
+    alarms: list
+    max_removed_share: float
+    max_cluster: int
+
+
+@dataclass(frozen=True)
 class MixRecord(Record):
     """The mixture plan: per source, available and chosen tokens and epochs; the seed of the copies."""
 
