@@ -260,8 +260,9 @@ def _wipeout(tmp):
     rng = random.Random(3)
     vocab = ["".join(rng.choice("abcdefghijklmnopqrstuvwxyz") for _ in range(rng.randint(3, 9))) for _ in range(2000)]
     pages = [[rng.choice(vocab) for _ in range(200)] for _ in range(23)]
-    for name, docs in (("main", [(f"m{k}", p) for k, p in enumerate(pages[:20])] + [(f"m{k}b", pages[0][:-1] + [f"x{k}"]) for k in range(2)]),
-                       ("mirror", [(f"r{k}", p[:-1] + ["zz"]) for k, p in enumerate(pages[:15])] + [(f"own{k}", p) for k, p in enumerate(pages[20:])])):
+    main = [(f"m{k}", p) for k, p in enumerate(pages[:20])] + [(f"m{k}b", pages[0][:-1] + [f"x{k}"]) for k in range(2)]
+    mirror = [(f"r{k}", p[:-1] + ["zz"]) for k, p in enumerate(pages[:15])] + [(f"own{k}", p) for k, p in enumerate(pages[20:])]
+    for name, docs in (("main", main), ("mirror", mirror)):
         (tmp / name).mkdir()
         with open(tmp / name / "a.jsonl", "w") as fh:
             for i, words in docs:
