@@ -291,3 +291,35 @@ def test_a_source_wiped_out_by_dedup_raises_the_alarm(tmp_path, capsys):
                    "--set", "stages.dedup.max_cluster=100") != 0
     assert ("curate: error: dedup: mirror lost 83.3% of its documents (15 of 18) to dedup, more than max_removed_share 0.5"
             in capsys.readouterr().err)
+
+
+def test_mix_rehydrates_by_cluster_size_and_shows_it_in_the_plan(drift):
+    from curate.tokens.mixture import render_plan
+
+    tmp, texts, _, runs = drift
+    f = pipeline(tmp, tmp / "corpus", "rehydrate")
+    f.write_text(f.read_text() + "  mix: {rehydrate: {1: 1, 2: 2, 5: 3, 100: 1}}\n  tokenize: {tokenizer: gpt2}\n")
+    run = tmp / "rehydrated"
+    assert run_cli(f, "--output", run, "--inline", "-q") == 0
+    plan = json.loads((run / "_state" / "mix" / "record.json").read_text())["plan"]
+    r = plan["rehydrate"]
+    assert r["dedup"] == "dedup" and r["weights"] == {"1": 1.0, "2": 2.0, "5": 3.0, "100": 1.0}
+    size = {(s, i): n for s, i, n in duckdb.sql(
+        f"SELECT source, id, represents FROM read_parquet('{run}/dedup/clusters/*/*.parquet') WHERE kept").fetchall()}
+    got = {(s, i): n for s, i, n in duckdb.sql(
+        f"SELECT split_part(filename, '/', -2), id, copies FROM read_parquet('{run}/tokens/docs/*/*.parquet', filename=true)").fetchall()}
+    live = set(texts) - {(s, i) for s, i, _, _ in removed_of(run)}   # what the dedup step kept
+    for source in SOURCES:  # the source keeps its characters: sum(chars x weight) / factor == chars
+        mine = [k for k in live if k[0] == source]
+        w = {k: (3.0 if size.get(k, 1) >= 5 else 2.0 if size.get(k, 1) >= 2 else 1.0) for k in mine}
+        chars = sum(len(texts[k]) for k in mine)
+        assert abs(sum(len(texts[k]) * w[k] for k in mine) / r["factor"][source] - chars) < 1e-6 * chars
+        for k in mine:  # each document's copies: floor or ceil of weight / factor
+            e = w[k] / r["factor"][source]
+            assert got.get(k, 0) in (int(np.floor(e)), int(np.ceil(e)))
+    assert any(n >= 2 for n in size.values()) and max(got.values()) >= 2
+    shown = render_plan(plan)  # what the mix step printed before running
+    assert "rehydration by dedup cluster size (dedup): size >= 1: x1, size >= 2: x2, size >= 5: x3, size >= 100: x1" in shown
+    assert f"  fwe        factor {r['factor']['fwe']:.4f}  documents by weight x1: " in shown
+    ledger = duckdb.sql(f"SELECT count(*) FROM read_parquet('{run}/ledger/*/*/*.parquet')").fetchall()[0][0]
+    assert len(got) + ledger == len(texts), "accounting identity"
