@@ -323,3 +323,17 @@ def test_mix_rehydrates_by_cluster_size_and_shows_it_in_the_plan(drift):
     assert f"  fwe        factor {r['factor']['fwe']:.4f}  documents by weight x1: " in shown
     ledger = duckdb.sql(f"SELECT count(*) FROM read_parquet('{run}/ledger/*/*/*.parquet')").fetchall()[0][0]
     assert len(got) + ledger == len(texts), "accounting identity"
+
+
+def test_curate_query_lists_a_clusters_members_with_their_evidence(drift):
+    from curate.query import query
+
+    _, texts, _, runs = drift
+    run = runs["sound"]
+    [(cluster,)] = duckdb.sql(f"SELECT cluster FROM read_parquet('{run}/dedup/clusters/*/*.parquet') WHERE id = 'chain0-ed5'").fetchall()
+    out = query(str(run), f"SELECT source, id, kept, rep_source, rep_id, similarity, method, length, represents FROM clusters "
+                          f"WHERE cluster = {cluster} ORDER BY id", fmt="csv")
+    rows = [line.split(",") for line in out.strip().splitlines()]
+    assert rows[0] == ["source", "id", "kept", "rep_source", "rep_id", "similarity", "method", "length", "represents"]
+    assert sorted(r[1] for r in rows[1:]) == sorted(i for _, i in texts if i.startswith("chain0-"))
+    assert all(int(r[7]) == len(texts[(r[0], r[1])]) for r in rows[1:])
