@@ -36,7 +36,7 @@ def cluster_sizes(clusters_root: str) -> dict[str, list[int]]:
 
 
 def check(stage: str, markers: list[dict], largest: dict[str, list[int]], max_share: float, max_cluster: int,
-          order: list[str] = ()) -> dict:
+          order: list[str] = (), run: str = "RUN") -> dict:
     """Per source (in `order`): in, removed, share, largest clusters, alarm; and the alarm lines."""
     sources: dict = {}
     rank = {s: i for i, s in enumerate(order)}
@@ -52,7 +52,7 @@ def check(stage: str, markers: list[dict], largest: dict[str, list[int]], max_sh
         if s["share"] > max_share:
             s["alarm"].append("removed_share")
             lines.append(f"{stage}: {source} lost {s['share']:.1%} of its documents ({s['removed']:,} of {s['in']:,}) to dedup, "
-                         f"more than max_removed_share {max_share:g}; check its largest clusters (curate query RUN \"SELECT * FROM "
+                         f"more than max_removed_share {max_share:g}; check its largest clusters (curate query {run} \"SELECT * FROM "
                          f"clusters WHERE source = '{source}' ORDER BY cluster\")")
         if s["largest_clusters"] and s["largest_clusters"][0] > max_cluster:
             s["alarm"].append("cluster_size")

@@ -71,7 +71,7 @@ class DedupStage(ClusterStage):
         a warning line for each alarm, or an error with `on_alarm: error`."""
         o = self.options
         found = alarms.check(self.name, self.run.markers(self.name), alarms.cluster_sizes(self.run.path(self.name, "clusters")),
-                             o["max_removed_share"], o["max_cluster"], self.pipeline.priority)
+                             o["max_removed_share"], o["max_cluster"], self.pipeline.priority, self.run.root)
         self.run.publish(self.name, DedupRecord(**found))
         for line in found["alarms"]:
             log.warning("curate: warning: %s", line)
