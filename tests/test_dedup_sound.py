@@ -337,3 +337,10 @@ def test_curate_query_lists_a_clusters_members_with_their_evidence(drift):
     assert rows[0] == ["source", "id", "kept", "rep_source", "rep_id", "similarity", "method", "length", "represents"]
     assert sorted(r[1] for r in rows[1:]) == sorted(i for _, i in texts if i.startswith("chain0-"))
     assert all(int(r[7]) == len(texts[(r[0], r[1])]) for r in rows[1:])
+
+
+def test_rehydrate_needs_cluster_sizes_as_keys(tmp_path, capsys):
+    f = pipeline(tmp_path, tmp_path, "bad", "")
+    f.write_text(f.read_text() + "  mix: {rehydrate: {one: 1}}\n")
+    assert run_cli(f, "--output", tmp_path / "run", "--inline") == 2
+    assert "stages.mix.rehydrate.one: not a cluster size" in capsys.readouterr().err

@@ -104,6 +104,10 @@ class MixStage(ShardStage):
         for name in ("max_epochs", "quality"):
             if options[name] is not None and mode != "maximize":
                 raise ConfigError(file, f"{key}.{name}", "only goes with maximize: effective_tokens")
+        for k in options["rehydrate"] or {}:
+            if isinstance(k, bool) or not isinstance(k, int) or k < 1:
+                raise ConfigError(file, f"{key}.rehydrate.{k}", "not a cluster size; give sizes (whole numbers >= 1) and their weights, "
+                                                                "e.g. {1: 1, 2: 2, 5: 3, 100: 1}")
         allow, cap = options["allow_epochs"], options["max_epochs"]
         limits = {f"{key}.epochs.{s}": e for s, e in (options["epochs"] or {}).items()}
         limits.update({f"{key}.max_epochs.{s}": e for s, e in cap.items()} if isinstance(cap, dict)
