@@ -4,9 +4,12 @@
   with the same parameters and policy (single process, as datasketch runs);
 - curate `fineweb` preset (word 5-grams, 14x8, policy all) vs datatrove's four-stage MinHash pipeline with
   its defaults (signatures, buckets, cluster, filter) on 2 workers;
-- peak memory of a curate dedup run at two corpus sizes (10x apart).
+- peak memory of a curate dedup run at two corpus sizes (10x apart);
+- `--modes`: what checking removals costs: unverified (Zyda-2 as published), sound (the default: every removal
+  checked against a kept document), and pair verification (`verify: 0.8`, unverified), minhash + dedup time.
 
     python bench/bench_dedup.py [--docs 4000] [--skip-datatrove]
+    python bench/bench_dedup.py --docs 20000 --modes
 """
 
 from __future__ import annotations
@@ -32,7 +35,10 @@ REPORT_FLAG = ["--no-report"] if "--no-report" in subprocess.run(
     [sys.executable, "-m", "curate", "run", "--help"], capture_output=True, text=True).stdout else []
 
 
-def pipeline_yaml(sample: Path, preset: str, policy: str) -> str:
+MODES = {"unverified": ", mode: unverified", "sound": ", mode: sound", "pair verify 0.8": ", mode: unverified, verify: 0.8"}
+
+
+def pipeline_yaml(sample: Path, preset: str, policy: str, dedup: str = "") -> str:
     return f"""name: bench
 priority: {PRIORITY}
 sources:
@@ -43,14 +49,14 @@ sources:
 stages:
   ingest: {{}}
   minhash: {{preset: {preset}}}
-  dedup: {{policy: {policy}}}
+  dedup: {{policy: {policy}{dedup}}}
 """
 
 
-def run_curate(tmp: Path, sample: Path, preset: str, policy: str, mode: list[str], tag: str) -> dict:
+def run_curate(tmp: Path, sample: Path, preset: str, policy: str, mode: list[str], tag: str, dedup: str = "") -> dict:
     """Ingest first (not timed), then time minhash + dedup; returns seconds, removed, peak RSS (MB)."""
     f = tmp / f"{tag}.yaml"
-    f.write_text(pipeline_yaml(sample, preset, policy))
+    f.write_text(pipeline_yaml(sample, preset, policy, dedup))
     out = tmp / tag
     base = [sys.executable, "-m", "curate", "run", str(f), "--output", str(out), "-q"] + REPORT_FLAG
     subprocess.run(base + ["--inline", "--until", "ingest"], check=True, capture_output=True)
@@ -66,6 +72,18 @@ def run_curate(tmp: Path, sample: Path, preset: str, policy: str, mode: list[str
     stages = {r["stage"]: r["wall_seconds"] for r in summary}
     return {"seconds": seconds, "stage_seconds": stages.get("minhash", 0) + stages.get("dedup", 0), "removed": removed,
             "docs": docs, "peak_mb": usage.ru_maxrss / 1024}
+
+
+def mode_costs(tmp: Path, sample: Path, repeat: int = 3) -> None:
+    """minhash + dedup stage time (best of `repeat`, inline) per dedup mode, against unverified."""
+    results = {}
+    for name, dedup in MODES.items():
+        runs = [run_curate(tmp, sample, "zyda2", "cross_source", ["--inline"], f"m-{len(results)}-{k}", dedup) for k in range(repeat)]
+        results[name] = min(runs, key=lambda r: r["stage_seconds"])
+    base = results["unverified"]["stage_seconds"]
+    print(f"{'mode':18} {'docs':>7} {'minhash+dedup s':>16} {'vs unverified':>14} {'removed':>8}")
+    for name, r in results.items():
+        print(f"{name:18} {r['docs']:7d} {r['stage_seconds']:16.2f} {r['stage_seconds'] / base:13.2f}x {r['removed']:8d}")
 
 
 def load_docs(sample_run: Path) -> list[tuple[str, str, str]]:
@@ -118,12 +136,15 @@ def main() -> None:
     parser.add_argument("--docs", type=int, default=4000)
     parser.add_argument("--skip-datatrove", action="store_true")
     parser.add_argument("--memory-scale", type=int, default=10)
+    parser.add_argument("--modes", action="store_true", help="only the cost of the dedup modes")
     args = parser.parse_args()
     rows = []
     with tempfile.TemporaryDirectory() as t:
         tmp = Path(t)
         sample = tmp / "sample"
         make_sample(sample, docs=args.docs, seed=0)
+        if args.modes:
+            return mode_costs(tmp, sample)
         ours_inline = run_curate(tmp, sample, "zyda2", "cross_source", ["--inline"], "z-inline")
         ours_ray = run_curate(tmp, sample, "zyda2", "cross_source", ["--workers", "2"], "z-ray")
         docs = load_docs(tmp / "z-inline")

@@ -229,10 +229,10 @@ def test_dedup_clusters_and_who_lost_to_whom(zrun):
     assert c["clusters"] == clusters == sum(c["within"]) + sum(c["across"]) and c["documents"] == docs
     m = d["matrix"]
     cells = {(x, y): v for x, row in zip(m["sources"], m["values"]) for y, v in zip(m["sources"], row) if v}
-    # the ledger detail names the source of the kept copy: `kept <id> (<source>); cluster N`
+    # the ledger detail names the source of the kept copy: `kept <id> (<source>); cluster N[; similarity S (method)]`
     want = {}
     for source, reason, detail in sql("SELECT source, reason, detail FROM read_parquet('RUN/ledger/dedup/*/*.parquet')", zrun):
-        kept_in = re.search(r"\(([^)]+)\); cluster \d+$", detail).group(1)
+        kept_in = re.search(r"\(([^)]+)\); cluster \d+(; similarity [0-9.]+ \([a-z ]+\))?$", detail).group(1)
         assert reason == f"minhash_duplicate_of:{kept_in}"
         want[(source, kept_in)] = want.get((source, kept_in), 0) + 1
     assert cells == want and m["removed"] == sum(want.values())

@@ -9,8 +9,9 @@ than one partition of edges and labels. The phases, in order:
   send/receive, repeated: min-label propagation until no label changes (`components`)
   decide    per node partition: the policy marks removed nodes (by the docs shard of the kept node)
   idrank, choose   (policy `all` with `tie_break: id`): the smallest id of the best source is kept
-  resolve   per docs shard: the id of the document kept in each removed node's place
-The verify phases (exact Jaccard of candidate pairs) are in `curate.dedup.verify`.
+  resolve   per docs shard: the id of each member's representative (the kept document in a removed one's place)
+The verify phases (exact Jaccard of candidate pairs) are in `curate.dedup.verify`; the sound mode's phases
+(every removal checked against its cluster's representative) in `curate.dedup.sound`.
 """
 
 from __future__ import annotations
@@ -109,11 +110,21 @@ def decide(g: GraphDir, policy: str, by_id: bool, rnd: int, p: int) -> dict:
     return {"in": len(node), "removed": int(gone.sum())}
 
 
-def write_decisions(g: GraphDir, origin: str, node, label, gone, kept) -> None:
-    """Removed nodes (with the node kept in their place) by the kept node's shard; members by their own."""
-    for key, part in by_shard(kept[gone], node=node[gone], label=kept[gone]):
-        write_columns(g.path("removed", f"s={tag_of(key)}", f"from-{origin}.parquet"), **part)
-    for key, part in by_shard(node, node=node, label=label, removed=gone):
+METHODS = ("", "representative", "minhash estimate", "exact jaccard")  # how a member's similarity was measured
+
+
+def write_decisions(g: GraphDir, origin: str, node, label, gone, rep, sim=None, method=None, length=None) -> None:
+    """Every member with its representative (the kept node that replaced it, or that it was compared with) by the
+    representative's shard, where `resolve` names it; members with their fate and evidence by their own shard.
+
+    `sim`: similarity to the representative (NaN: not measured); `method`: index into METHODS; `length`: characters (-1: unknown)."""
+    n = len(node)
+    sim = np.full(n, np.nan, np.float32) if sim is None else np.asarray(sim, np.float32)
+    method = np.zeros(n, np.uint8) if method is None else np.asarray(method, np.uint8)
+    length = np.full(n, -1, np.int64) if length is None else np.asarray(length, np.int64)
+    for key, part in by_shard(rep, node=node, rep=rep, gone=gone):
+        write_columns(g.path("reps", f"s={tag_of(key)}", f"from-{origin}.parquet"), **part)
+    for key, part in by_shard(node, node=node, label=label, removed=gone, sim=sim, method=method, length=length):
         write_columns(g.path("members", f"s={tag_of(key)}", f"from-{origin}.parquet"), **part)
 
 
@@ -147,35 +158,56 @@ def choose(g: GraphDir, p: int) -> dict:
 
 
 def resolve(g: GraphDir, tag: str, source: str, ids: pa.Array) -> dict:
-    """Name the kept document (id, source) of every node removed in favour of one of this shard's documents."""
-    removed = read_columns(g.path("removed", f"s={tag}", "*.parquet"), ["node", "label"], {"node": U64, "label": U64})
-    kept_id = ids.take(pa.array(nodes.row_of(removed["label"]))).to_numpy(zero_copy_only=False)
-    for key, part in by_shard(removed["node"], node=removed["node"], kept=kept_id.astype(object)):
+    """Name the representative (id, source) of every member whose representative is one of this shard's documents,
+    and count how many documents each of them replaces."""
+    r = read_columns(g.path("reps", f"s={tag}", "*.parquet"), ["node", "rep", "gone"], {"node": U64, "rep": U64, "gone": bool})
+    rep_id = ids.take(pa.array(nodes.row_of(r["rep"]))).to_numpy(zero_copy_only=False)
+    for key, part in by_shard(r["node"], node=r["node"], rep=rep_id.astype(object)):
         write_table(g.path("resolved", f"s={tag_of(key)}", f"from-{tag}.parquet"),
-                    pa.table({"node": pa.array(part["node"]), "kept_id": pa.array(list(part["kept"]), pa.string()),
-                              "kept_source": pa.array([source] * len(part["node"]), pa.string())}))
-    return {"in": len(removed["node"])}
+                    pa.table({"node": pa.array(part["node"]), "rep_id": pa.array(list(part["rep"]), pa.string()),
+                              "rep_source": pa.array([source] * len(part["node"]), pa.string())}))
+    rep, count = np.unique(r["rep"][r["gone"]], return_counts=True)
+    write_columns(g.path("represents", f"s={tag}.parquet"), node=rep, count=count.astype(np.int64))
+    return {"in": len(r["node"]), "removed": int(r["gone"].sum())}
 
 
 @dataclass
 class ShardDecisions:
-    """A docs shard's outcome: every member node (sorted) with its cluster and fate, and who replaced the removed."""
+    """A docs shard's outcome, one entry per member node (sorted): cluster, fate, representative (id, source),
+    similarity to it (NaN: not measured) and how, length (-1: unknown), and how many documents it stands for
+    (1 + those removed in its favour; 0 for a removed one)."""
 
     node: np.ndarray
     label: np.ndarray
     removed: np.ndarray
-    kept_by: dict  # removed node -> (kept id, kept source)
+    rep_id: np.ndarray
+    rep_source: np.ndarray
+    sim: np.ndarray
+    method: np.ndarray
+    length: np.ndarray
+    represents: np.ndarray
 
 
 def shard_decisions(root: str, tag: str) -> ShardDecisions:
     """What the graph phases decided for one docs shard (`root`: the GraphDir's root)."""
-    m = read_columns(fs.join(root, "members", f"s={tag}", "*.parquet"), ["node", "label", "removed"],
-                     {"node": U64, "label": U64, "removed": bool})
+    m = read_columns(fs.join(root, "members", f"s={tag}", "*.parquet"), ["node", "label", "removed", "sim", "method", "length"],
+                     {"node": U64, "label": U64, "removed": bool, "sim": np.float32, "method": np.uint8, "length": np.int64})
     order = np.argsort(m["node"])
+    m = {k: v[order] for k, v in m.items()}
     table = read_tables(fs.join(root, "resolved", f"s={tag}", "*.parquet"))
-    kept_by = {} if table is None else dict(zip(table.column("node").to_pylist(), zip(
-        table.column("kept_id").to_pylist(), table.column("kept_source").to_pylist())))
-    return ShardDecisions(m["node"][order], m["label"][order], m["removed"][order], kept_by)
+    if table is None:
+        rep_id = rep_source = np.empty(0, object)
+    else:
+        resolved = table.column("node").to_numpy()
+        by_node = np.argsort(resolved)
+        at = by_node[np.searchsorted(resolved[by_node], m["node"])]
+        rep_id = table.column("rep_id").to_numpy(zero_copy_only=False)[at]
+        rep_source = table.column("rep_source").to_numpy(zero_copy_only=False)[at]
+    reps = read_columns(fs.join(root, "represents", f"s={tag}.parquet"), ["node", "count"], {"node": U64, "count": np.int64})
+    represents = np.where(m["removed"], 0, 1).astype(np.int64)
+    hit = np.isin(m["node"], reps["node"])
+    represents[hit] += reps["count"][np.searchsorted(reps["node"], m["node"][hit])]
+    return ShardDecisions(m["node"], m["label"], m["removed"], rep_id, rep_source, m["sim"], m["method"], m["length"], represents)
 
 
 def by_shard(keys_from: np.ndarray, **columns: np.ndarray):

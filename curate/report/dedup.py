@@ -11,7 +11,9 @@ from __future__ import annotations
 
 import math
 
+from curate.report import page
 from curate.report.context import RunView, files_sql
+from curate.rundir import DedupRecord
 
 DEDUP_KINDS = ("dedup", "exact_dedup")
 MAX_ROWS = 5_000_000   # cluster rows read before sampling clusters
@@ -73,5 +75,23 @@ def dedup(run: RunView) -> list[dict]:
         if stage not in run.stage_order:
             continue
         out.append({"stage": stage, "kind": run.kind(stage), "policy": run.options(stage).get("policy"),
-                    "clusters": clusters(run, stage), "matrix": matrix(run, stage)})
+                    "clusters": clusters(run, stage), "matrix": matrix(run, stage), "alarms": alarms(run, stage)})
     return out
+
+
+def alarms(run: RunView, stage: str) -> dict | None:
+    """What the dedup step's alarm check found (share removed and largest clusters per source, alarm lines)."""
+    record = run.dir.find_record(stage, DedupRecord)
+    return None if record is None else record.to_json()
+
+
+def alarms_html(d: dict) -> str:
+    """A note per alarm, and one line of the share each source lost with its largest clusters."""
+    a = d.get("alarms")
+    if not a:
+        return ""
+    shares = "; ".join(f"{s} {v['share']:.1%}" + (f" (largest clusters {', '.join(map(str, v['largest_clusters']))})"
+                                                         if v["largest_clusters"] else "") for s, v in a["sources"].items())
+    limits = f"alarms at more than {a['max_removed_share']:.0%} removed or a cluster over {a['max_cluster']:,} documents"
+    notes = [page.note(f"ALARM: {line}") for line in a["alarms"]]
+    return "".join(notes) + page.note(f"{d['stage']}: share of each source removed: {shares} ({limits}).")

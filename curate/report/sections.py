@@ -8,6 +8,7 @@ from __future__ import annotations
 from html import escape
 
 from curate.report import page, svg
+from curate.report.dedup import alarms_html
 from curate.report.palette import ESTIMATE, KEPT, NEUTRAL, REMOVED, shades
 from curate.report.svg import Mark, Series, compact
 
@@ -220,7 +221,7 @@ def dedup(data: list[dict], pending: list[str] = ()) -> str:
             figs.append(page.note(f"{d['stage']}: no document was removed as a duplicate."))
         if c is None:
             figs.append(page.note(f"{d['stage']}: no clusters table ({d['stage']}/clusters/) in the run."))
-        body.append('<div class="grid">' + "".join(figs) + "</div>")
+        body.append(alarms_html(d) + '<div class="grid">' + "".join(figs) + "</div>")
     return page.section("dedup", "Deduplication", "How large the duplicate clusters are and which source gave way to which.", "".join(body))
 
 

@@ -37,6 +37,17 @@ class MinhashRecord(Record):
     partitions: int
     shingling: dict     # curate.dedup.shingles.Shingling fields
     tie_break: str
+    signatures: str = ""  # RUN/_work/<minhash>/signatures: s=<shard tag>.parquet rows (node, length, sig)
+
+
+@dataclass(frozen=True)
+class DedupRecord(Record):
+    """Per source: documents in, removed, share removed, largest clusters, alarms raised; the alarm lines."""
+
+    sources: dict
+    alarms: list
+    max_removed_share: float
+    max_cluster: int
 
 
 @dataclass(frozen=True)

@@ -25,7 +25,7 @@ from curate.io.auth import bucket_of, is_auth_failure
 from curate.runner.executor import Placement, describe
 from curate.runner.phaserunner import PhaseRunner
 from curate.runner.progress import Progress
-from curate.runner.summary import render
+from curate.runner.summary import dedup_flags, render
 from curate.stages import STAGES
 from curate.stages.kept import KeptStage
 
@@ -170,7 +170,8 @@ def _run_locked(pipeline, run, stages, until, inline, address, workers, progress
             upstream = fingerprint
     finally:
         runner.close()
-    rows = aggregate([(s.name, run.markers(s.name)) for s in stages], pipeline.priority, runner.wall, runner.compute, runner.compile)
+    rows = dedup_flags(run, aggregate([(s.name, run.markers(s.name)) for s in stages], pipeline.priority, runner.wall, runner.compute,
+                                      runner.compile))
     run.write_json(run.summary_file, rows)
     if until is None and not rows:
         raise CurateError("the run produced no accounting rows")

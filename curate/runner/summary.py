@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 
-from curate.rundir import ClassifyRecord, DualUseRecord, RunDir
+from curate.rundir import ClassifyRecord, DedupRecord, DualUseRecord, RunDir
 
 
 def render(rows: list[dict], width: int = 100) -> str:
@@ -82,7 +82,26 @@ def model_notes(run: RunDir, steps: list[str], rows: list[dict], order: list[str
                     lines.append(f"NOTE: model {name} is the sample's stand-in, not {m['replaces']}")
         if (record := run.find_record(step, DualUseRecord)) is not None:
             lines += dual_use_funnel(step, run.markers(step), record.costs, rows, order)
+        if (record := run.find_record(step, DedupRecord)) is not None:
+            lines += dedup_lines(step, record)
     return lines
+
+
+def dedup_lines(step: str, record: DedupRecord) -> list[str]:
+    """Per source: the share removed by the dedup step and its largest clusters; then each alarm."""
+    shares = ", ".join(f"{s} {v['share']:.1%}" + (f" (largest clusters {', '.join(map(str, v['largest_clusters']))})"
+                                                  if v["largest_clusters"] else "") for s, v in record.sources.items())
+    return [f"{step}: removed {shares}"] + [f"WARNING: {line}" for line in record.alarms]
+
+
+def dedup_flags(run: RunDir, rows: list[dict]) -> list[dict]:
+    """Add to each dedup step's summary rows its share removed, largest clusters and alarms (flags in summary.json)."""
+    for row in rows:
+        record = run.find_record(row["stage"], DedupRecord)
+        if record is not None and row["source"] in record.sources:
+            v = record.sources[row["source"]]
+            row["dedup"] = {"removed_share": v["share"], "largest_clusters": v["largest_clusters"], "alarm": v["alarm"]}
+    return rows
 
 
 def dual_use_funnel(step: str, markers: list[dict], costs: dict, rows: list[dict], order: list[str]) -> list[str]:

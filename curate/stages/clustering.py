@@ -15,7 +15,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from curate.dedup import graph, nodes, verify
+from curate.dedup import graph, nodes, sound, verify
 from curate.dedup.shingles import Shingling
 from curate.errors import CurateError
 from curate.io import fs
@@ -26,7 +26,12 @@ from curate.stages.phase import Phase, PhaseRunner, Task
 from curate.stages.shard import Output, ShardRef, ShardStage, removals
 
 
-CLUSTERS = pa.schema([("id", pa.string()), ("source", pa.string()), ("cluster", pa.uint64()), ("kept", pa.bool_())])
+CLUSTERS = pa.schema([("id", pa.string()), ("source", pa.string()), ("cluster", pa.uint64()), ("kept", pa.bool_()),
+                      ("rep_id", pa.string()), ("rep_source", pa.string()), ("similarity", pa.float32()), ("method", pa.string()),
+                      ("length", pa.int64()), ("represents", pa.int64())])
+"""`rep_*`: the member's representative (the kept document a removed one duplicates, or that a kept one was compared
+with); `similarity` to it and `method` (null where not measured: unverified mode); `length` in characters (null:
+unknown); `represents`: 1 + the documents removed in this one's favour (0 for a removed one), for rehydration."""
 
 
 @dataclass(frozen=True)
@@ -48,6 +53,7 @@ class Clustering:
     max_rounds: int
     verify: float | None = None
     shingling: dict | None = None
+    sound: sound.Sound | None = None   # every removal checked against its cluster's representative (None: unverified)
 
 
 def _column(run: RunDir, name: str, fn, job: ShardJob) -> dict:
@@ -74,12 +80,35 @@ def cluster(c: Clustering, run: RunDir, jobs: list[ShardJob], run_phase: PhaseRu
             break
     else:
         raise CurateError(f"stage '{c.stage}': components did not converge in {c.max_rounds} rounds")
-    run_phase(Phase("decide", parts, partial(graph.decide, g, c.policy, c.by_id, final)))
-    if c.by_id:
-        run_phase(Phase("idrank", shards, partial(_column, run, "id", partial(graph.idrank, g))))
-        run_phase(Phase("choose", parts, partial(graph.choose, g)))
+    if c.sound is not None:
+        _settle(c, run, shards, parts, final, run_phase)
+    else:
+        run_phase(Phase("decide", parts, partial(graph.decide, g, c.policy, c.by_id, final)))
+        if c.by_id:
+            run_phase(Phase("idrank", shards, partial(_column, run, "id", partial(graph.idrank, g))))
+            run_phase(Phase("choose", parts, partial(graph.choose, g)))
     resolve = [Task(j.tag, f"source '{j.source}' shard {j.shard}", j) for j in jobs]
     run_phase(Phase("resolve", resolve, partial(_resolve, run, g)))
+
+
+def _settle(c: Clustering, run: RunDir, shards: list[Task], parts: list[Task], final: int, run_phase: PhaseRunner) -> None:
+    """The sound mode's phases (`curate.dedup.sound`) in place of `decide`."""
+    g, s = c.graph, c.sound
+    run_phase(Phase("decide", parts, partial(sound.route, g, final)))
+    run_phase(Phase("gather", shards, partial(_gather, run, g, s, c.by_id)))
+    run_phase(Phase("settle", parts, partial(sound.settle, g, s, c.policy, c.by_id)))
+    for name, kind, fn in (("exact-a", "exact", sound.exact_a), ("exact-b", "exact-b", sound.exact_b)):
+        run_phase(Phase(name, shards, partial(_text_if_queued, run, g, kind, partial(fn, g, s))))
+    run_phase(Phase("finalize", parts, partial(sound.finalize, g, s)))
+
+
+def _gather(run: RunDir, g: graph.GraphDir, s: sound.Sound, by_id: bool, job: ShardJob) -> dict:
+    return _column(run, "id", partial(sound.gather, g, s), job) if by_id else sound.gather(g, s, job.tag, None)
+
+
+def _text_if_queued(run: RunDir, g: graph.GraphDir, kind: str, fn, job: ShardJob) -> dict:
+    """Read a shard's text only when an exact phase has pairs queued for it."""
+    return _column(run, "text", fn, job) if sound.has_work(g, kind, job.tag) else {"in": 0}
 
 
 def _resolve(run: RunDir, g: graph.GraphDir, job: ShardJob) -> dict:
@@ -89,7 +118,7 @@ def _resolve(run: RunDir, g: graph.GraphDir, job: ShardJob) -> dict:
 def shard_outcome(graph_root: str, tag: str, source: str, reason: str,
                   batches: Iterator[pa.Table]) -> Iterator[Output]:
     """Per batch of live documents (with `_row`): removals (`<reason>:<kept source>`, detail naming the kept
-    document and the cluster) and `clusters` rows (id, source, cluster, kept) for the batch's members."""
+    document, the cluster and, where measured, the similarity and how) and `clusters` rows for the batch's members."""
     d = graph.shard_decisions(graph_root, tag)
     rows = nodes.row_of(d.node)
     for batch in batches:
@@ -98,15 +127,21 @@ def shard_outcome(graph_root: str, tag: str, source: str, reason: str,
             yield None
             continue
         ids = batch.column("id").combine_chunks().take(pa.array(np.searchsorted(batch.column("_row").to_numpy(), rows[at])))
-        members = pa.table({"id": ids, "source": pa.array([source] * len(ids), pa.string()),
-                            "cluster": pa.array(d.label[at]), "kept": pa.array(~d.removed[at])})
-        gone = [int(n) for n in d.node[at] if int(n) in d.kept_by]
-        gone_ids = ids.filter(pa.array(np.isin(d.node[at], np.array(gone, dtype=np.uint64))))
-        by = [d.kept_by[n] for n in gone]
-        labels = dict(zip(d.node[at].tolist(), d.label[at].tolist()))
+        sim, method, length = d.sim[at], d.method[at], d.length[at]
+        measured = ~np.isnan(sim)
+        members = pa.table({"id": ids, "source": pa.array([source] * len(ids), pa.string()), "cluster": pa.array(d.label[at]),
+                            "kept": pa.array(~d.removed[at]), "rep_id": pa.array(d.rep_id[at], pa.string()),
+                            "rep_source": pa.array(d.rep_source[at], pa.string()),
+                            "similarity": pa.array(sim, pa.float32(), mask=~measured),
+                            "method": pa.array(np.array(graph.METHODS, object)[method], pa.string(), mask=method == 0),
+                            "length": pa.array(length, pa.int64(), mask=length < 0), "represents": pa.array(d.represents[at])},
+                           schema=CLUSTERS)
+        gone = np.flatnonzero(d.removed[at])
+        details = [f"kept {d.rep_id[at][i]} ({d.rep_source[at][i]}); cluster {d.label[at][i]}"
+                   + (f"; similarity {sim[i]:.3f} ({graph.METHODS[method[i]]})" if measured[i] else "") for i in gone]
         yield Output(rows=members, removed=removals(
-            gone_ids, pa.array([f"{reason}:{s}" for _, s in by], pa.string()),
-            pa.array([f"kept {i} ({s}); cluster {labels[n]}" for n, (i, s) in zip(gone, by)], pa.string())))
+            ids.take(pa.array(gone, pa.int64())), pa.array([f"{reason}:{d.rep_source[at][i]}" for i in gone], pa.string()),
+            pa.array(details, pa.string())))
 
 
 class ClusterStage(ShardStage):

@@ -1,20 +1,31 @@
 """The dedup stage: MinHash band buckets -> candidate edges -> connected components -> keep policy.
 
+`mode: sound` (the default) removes a document only when its similarity to a kept document (its cluster's
+representative) reaches `threshold` (`curate.dedup.sound`); `mode: unverified` is Zyda-2 as published
+(every member of a component that the policy does not keep is removed).
+
 It reads the band keys a minhash step published (`MinhashRecord`) and runs the graph phases of
 `curate.stages.clustering` over hash partitions of nodes; no task holds more than one partition's edges
 or labels, nothing ever holds every signature. Its accounting phase writes the ledger (reason
-`minhash_duplicate_of:<source>`, detail `kept <id> (<source>); cluster N`) and
-`RUN/<stage>/clusters/<source>/<shard>.parquet` (id, source, cluster, kept).
+`minhash_duplicate_of:<source>`, detail `kept <id> (<source>); cluster N; similarity 0.912 (exact jaccard)`)
+and `RUN/<stage>/clusters/<source>/<shard>.parquet` (`clustering.CLUSTERS`).
 """
 
 from __future__ import annotations
 
+import logging
+
 from curate.config.schema import Field
+from curate.dedup import alarms
 from curate.dedup.graph import GraphDir
 from curate.dedup.policy import POLICIES
-from curate.rundir import MinhashRecord
+from curate.dedup.sound import Sound
+from curate.errors import CurateError
+from curate.rundir import DedupRecord, MinhashRecord
 from curate.stages.clustering import Clustering, ClusterStage, cluster
 from curate.stages.registry import stage
+
+log = logging.getLogger("curate")
 
 
 @stage("dedup")
@@ -27,12 +38,43 @@ class DedupStage(ClusterStage):
         "max_rounds": Field((int,), default=100, min=1, doc="label propagation rounds before giving up"),
         "verify": Field((float,), default=None, nullable=True, min=0.0, max=1.0,
                         doc="keep a candidate pair only if the exact Jaccard of its shingle sets reaches this"),
+        "mode": Field((str,), default="sound", choices=["sound", "unverified"],
+                      doc="sound: remove a document only if it is a near-duplicate of a kept one; unverified: Zyda-2 as published"),
+        "threshold": Field((float,), default=0.8, min=0.0, max=1.0,
+                           doc="sound mode: the least Jaccard with the cluster's representative that allows a removal"),
+        "margin": Field((float,), default=0.1, min=0.0, max=1.0,
+                        doc="sound mode: MinHash estimates within this of the threshold are decided by the exact Jaccard"),
+        "rounds": Field((int,), default=8, min=1, doc="sound mode: sub-cluster rounds per cluster before the rest is kept"),
+        "max_removed_share": Field((float,), default=0.5, min=0.0, max=1.0,
+                                   doc="alarm when a source loses more than this share of its documents to this step"),
+        "max_cluster": Field((int,), default=10_000, min=1, doc="alarm when a duplicate cluster holds more documents than this"),
+        "on_alarm": Field((str,), default="warn", choices=["warn", "error"], doc="warn: a warning line and a flag in summary.json; "
+                                                                                  "error: the run stops after this step"),
     }
 
     def execute(self, tasks, run_phase) -> None:
         mh = self.run.record(self.upstream["minhash"], MinhashRecord)
         by_id = self.options["policy"] == "all" and mh.tie_break == "id"
-        cluster(Clustering(self.name, GraphDir(self.graph_root(), mh.partitions), mh.bands, self.options["policy"], by_id,
-                           self.options["max_rounds"], self.options["verify"], mh.shingling),
+        o = self.options
+        if o["mode"] == "sound" and not mh.signatures:
+            raise CurateError(f"stage '{self.name}': the minhash step kept no signatures (an older run); run it again "
+                              f"(delete {self.run.work(self.upstream['minhash'])}) or --set stages.{self.name}.mode=unverified")
+        sound = (Sound(o["threshold"], o["margin"], o["rounds"], mh.signatures, mh.shingling) if o["mode"] == "sound" else None)
+        cluster(Clustering(self.name, GraphDir(self.graph_root(), mh.partitions), mh.bands, o["policy"], by_id,
+                           o["max_rounds"], o["verify"], mh.shingling, sound),
                 self.run, self.jobs(tasks), run_phase)
         super().execute(tasks, run_phase)
+        self.alarm()
+
+    def alarm(self) -> None:
+        """Per source: the share removed and the largest clusters (published for summary.json and the report);
+        a warning line for each alarm, or an error with `on_alarm: error`."""
+        o = self.options
+        found = alarms.check(self.name, self.run.markers(self.name), alarms.cluster_sizes(self.run.path(self.name, "clusters")),
+                             o["max_removed_share"], o["max_cluster"], self.pipeline.priority, self.run.root)
+        self.run.publish(self.name, DedupRecord(**found))
+        for line in found["alarms"]:
+            log.warning("curate: warning: %s", line)
+        if found["alarms"] and o["on_alarm"] == "error":
+            raise CurateError(f"{found['alarms'][0]} (stages.{self.name}.on_alarm is error; "
+                              f"--set stages.{self.name}.on_alarm=warn lets the run go on)")

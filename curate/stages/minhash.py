@@ -18,8 +18,9 @@ import pyarrow.compute as pc
 from curate.config.schema import Field
 from curate.dedup import nodes
 from curate.dedup.bands import choose_bands, format_s_curve
-from curate.dedup.layout import PartitionedSink, partitions_for, shard_numbers, shard_tag
+from curate.dedup.layout import partitions_for, shard_numbers, shard_tag
 from curate.dedup.presets import PRESETS, get_preset
+from curate.dedup.signature_store import MinhashSink, fixed_lists
 from curate.dedup.signatures import MinHasher, MinHashSpec
 from curate.errors import ConfigError
 from curate.rundir import IngestRecord, MinhashRecord
@@ -100,7 +101,8 @@ class MinhashStage(ShardStage):
         docs_step = self.previous[-1] if self.previous else self.upstream["docs"]
         partitions = self.options["partitions"] or partitions_for(sum(m["kept"] for m in self.run.markers(docs_step)))
         self.run.publish(self.name, MinhashRecord(self.run.work(self.name, "bands"), partitions,
-                                                  asdict(spec.shingling), self.options["tie_break"]))
+                                                  asdict(spec.shingling), self.options["tie_break"],
+                                                  self.run.work(self.name, "signatures")))
         super().execute(tasks, run_phase)
 
     def setup(self) -> None:
@@ -108,9 +110,10 @@ class MinhashStage(ShardStage):
         self.partitions = self.run.record(self.name, MinhashRecord).partitions
         self.numbers = shard_numbers(self.run.record(self.upstream["docs"], IngestRecord).pairs(), self.pipeline.priority)
 
-    def sink(self, shard: ShardRef) -> PartitionedSink:
+    def sink(self, shard: ShardRef) -> MinhashSink:
         tag = shard_tag(*self.numbers[(shard.source, shard.shard)])
-        return PartitionedSink(lambda p: self.run.work(self.name, "bands", f"p={p:05d}", f"{tag}.parquet"), self.partitions, "key")
+        return MinhashSink(lambda p: self.run.work(self.name, "bands", f"p={p:05d}", f"{tag}.parquet"), self.partitions,
+                           self.run.work(self.name, "signatures", f"s={tag}.parquet"))
 
     def process(self, table: pa.Table, shard: ShardRef) -> Output | None:
         if not table.num_rows:
@@ -118,12 +121,13 @@ class MinhashStage(ShardStage):
         priority, index = self.numbers[(shard.source, shard.shard)]
         texts = table.column("text").combine_chunks()
         signatures = self.hasher(texts)
-        keys = self.hasher.band_keys(signatures)[signatures.valid]
-        node = nodes.pack(priority, index, table.column("_row").to_numpy()[signatures.valid])
-        hi = (U64(priority) << U64(32)) | self._tie_rank(table, texts)[signatures.valid]
-        b = keys.shape[1]
-        return Output(rows=pa.table({"band": np.tile(np.arange(b, dtype=np.uint16), len(node)), "key": keys.reshape(-1),
-                                     "node": np.repeat(node, b), "hi": np.repeat(hi, b)}))
+        valid = signatures.valid
+        keys = self.hasher.band_keys(signatures)[valid]
+        node = nodes.pack(priority, index, table.column("_row").to_numpy()[valid])
+        hi = (U64(priority) << U64(32)) | self._tie_rank(table, texts)[valid]
+        length = pc.utf8_length(texts).to_numpy(zero_copy_only=False).astype(np.int64)[valid]
+        return Output(rows=pa.table({"node": node, "hi": hi, "keys": fixed_lists(keys),
+                                     "sig": fixed_lists(signatures.values[valid]), "length": length}))
 
     def _tie_rank(self, table: pa.Table, texts: pa.Array) -> np.ndarray:
         tie = self.options["tie_break"]

@@ -13,6 +13,7 @@ from __future__ import annotations
 import functools
 import logging
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
@@ -22,12 +23,26 @@ from curate.rundir import MixRecord
 from curate.stages.phase import Phase
 from curate.stages.registry import stage
 from curate.stages.shard import Output, ShardRef, ShardStage, removals
+from curate.tokens import rehydrate
 from curate.tokens.mixture import ALLOW_EPOCHS, copies, plan_mixture, render_plan, uniform
 
 __all__ = ["MixStage", "copies", "plan_mixture", "uniform"]
 
 log = logging.getLogger("curate")
 SAMPLE_DOCS = 256
+
+
+def rehydration(table: dict, dedup: str, stats: list[dict], order: list[str]) -> dict:
+    """The plan's rehydration: the weights, and per source the factor (mean weight per character) and documents by weight."""
+    factor, docs = {}, {}
+    for source in order:
+        mine = [m for m in stats if m["source"] == source]
+        chars = sum(m["chars"] for m in mine)
+        factor[source] = sum(m.get("weighted_chars", 0.0) for m in mine) / chars if chars else 1.0
+        for m in mine:
+            for w, n in m.get("by_weight", {}).items():
+                docs.setdefault(source, {})[w] = docs.get(source, {}).get(w, 0) + n
+    return {"weights": {str(k): float(v) for k, v in table.items()}, "dedup": dedup, "factor": factor, "docs": docs}
 
 
 @functools.cache
@@ -58,6 +73,8 @@ class MixStage(ShardStage):
         "allow_epochs": Field((float,), default=ALLOW_EPOCHS, min=1.0,
                               doc="the most epochs of any source accepted without an error (more than 4 is a warning)"),
         "seed": Field((int,), default=0),
+        "rehydrate": Field((dict,), default=None, nullable=True, item=Field((float,), min=0.0),
+                           doc="weight by dedup cluster size, FineWeb-2 style: {size threshold: weight}, e.g. {1: 1, 2: 2, 5: 3, 100: 1}"),
     }
     MODES = ("weights", "tokens", "epochs", "maximize")
 
@@ -87,6 +104,10 @@ class MixStage(ShardStage):
         for name in ("max_epochs", "quality"):
             if options[name] is not None and mode != "maximize":
                 raise ConfigError(file, f"{key}.{name}", "only goes with maximize: effective_tokens")
+        for k in options["rehydrate"] or {}:
+            if isinstance(k, bool) or not isinstance(k, int) or k < 1:
+                raise ConfigError(file, f"{key}.rehydrate.{k}", "not a cluster size; give sizes (whole numbers >= 1) and their weights, "
+                                                                "e.g. {1: 1, 2: 2, 5: 3, 100: 1}")
         allow, cap = options["allow_epochs"], options["max_epochs"]
         limits = {f"{key}.epochs.{s}": e for s, e in (options["epochs"] or {}).items()}
         limits.update({f"{key}.max_epochs.{s}": e for s, e in cap.items()} if isinstance(cap, dict)
@@ -105,7 +126,16 @@ class MixStage(ShardStage):
         later = [s for s in self.pipeline.stages if s.kind == "tokenize"]
         return later[0].options["tokenizer"] if later else "gpt2"
 
+    def dedup_step(self) -> str | None:
+        """The last dedup step before this one: its clusters table says how many documents each kept one stands for."""
+        names = [s.name for s in self.pipeline.stages]
+        before = self.pipeline.stages[:names.index(self.name)]
+        found = [s.name for s in before if s.kind == "dedup"]
+        return found[-1] if found else None
+
     def execute(self, tasks, run_phase) -> None:
+        if self.options["rehydrate"] is not None and self.dedup_step() is None:
+            raise CurateError(f"stages.{self.name}.rehydrate: needs a dedup step before {self.name} (its cluster sizes)")
         stats = run_phase(Phase("measure", tasks, functools.partial(self.measure, self.tokenizer_spec())))
         available = {}
         for source in self.pipeline.priority:  # a source without shards has no tokens: a share of it cannot be met
@@ -120,6 +150,8 @@ class MixStage(ShardStage):
                             max_epochs=self.options["max_epochs"], step=self.name, check=False)
         plan["seed"] = self.options["seed"]
         plan["tokenizer"] = self.tokenizer_spec()
+        if self.options["rehydrate"] is not None:
+            plan["rehydrate"] = rehydration(self.options["rehydrate"], self.dedup_step(), stats, self.pipeline.priority)
         log.info("%s", render_plan(plan))
         for warning in plan["warnings"]:
             log.warning("curate: warning: %s", warning)
@@ -129,21 +161,31 @@ class MixStage(ShardStage):
         super().execute(tasks, run_phase)
 
     def measure(self, spec: str, shard: ShardRef) -> dict:
-        """Characters of the shard's live documents, and tokens per character on a sample of them."""
+        """Characters of the shard's live documents, and tokens per character on a sample of them; with rehydration,
+        the characters times each document's weight and the documents of each weight."""
         docs = chars = sample_chars = sample_tokens = 0
+        weighted, by_weight = 0.0, {}
+        table_of = self.options["rehydrate"]
         for table in self.live_batches(shard, ["id", "text"]):
             text = table.column("text")
             docs += table.num_rows
             chars += pc.sum(pc.utf8_length(text)).as_py() or 0
+            if table_of is not None and table.num_rows:
+                ids = table.column("id").combine_chunks()
+                w = rehydrate.weights(table_of, rehydrate.sizes(self.run.clusters(self.dedup_step(), shard.source, shard.shard), ids))
+                weighted += float((pc.utf8_length(text).to_numpy(zero_copy_only=False) * w).sum())
+                for value, n in zip(*np.unique(w, return_counts=True)):
+                    by_weight[f"{value:g}"] = by_weight.get(f"{value:g}", 0) + int(n)
             if sample_chars == 0 and table.num_rows:
                 sample = text.slice(0, SAMPLE_DOCS).combine_chunks()
                 sample_tokens = int(cached_tokenizer(spec).encode_batch(sample).num_tokens) + len(sample)  # + one EOS each
                 sample_chars = pc.sum(pc.utf8_length(sample)).as_py() or 0
-        return {"in": docs, "docs": docs, "chars": chars, "sample_chars": sample_chars, "sample_tokens": sample_tokens}
+        return {"in": docs, "docs": docs, "chars": chars, "sample_chars": sample_chars, "sample_tokens": sample_tokens,
+                "weighted_chars": weighted, "by_weight": by_weight}
 
     def setup(self) -> None:
         self.plan = self.run.record(self.name, MixRecord).plan
 
     def process(self, table: pa.Table, shard: ShardRef) -> Output:
-        n = copies(self.plan["sources"][shard.source]["epochs"], uniform(self.plan["seed"], shard.source, table.column("id").to_pylist()))
+        n = rehydrate.doc_copies(self.run, self.plan, shard.source, shard.shard, table.column("id").combine_chunks())
         return Output(removed=removals(table.column("id").filter(pa.array(n == 0)), "mix:downsampled"))

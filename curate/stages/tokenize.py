@@ -18,7 +18,7 @@ from curate.rundir import MixRecord, TokenizerRecord
 from curate.stages.registry import stage
 from curate.stages.resources import RESOURCE_OPTIONS, Resources
 from curate.stages.shard import Output, ShardRef, ShardStage
-from curate.tokens.mixture import copies, uniform
+from curate.tokens.rehydrate import doc_copies
 from curate.tokens.shard import encode_documents, to_arrow
 
 SCHEMA = pa.schema([("id", pa.string()), ("tokens", pa.large_list(pa.int32())), ("copies", pa.int32())])
@@ -74,7 +74,7 @@ class TokenizeStage(ShardStage):
         tok = self.tokenizer
         ids = table.column("id").combine_chunks()
         if self.plan is not None:
-            n = copies(self.plan["sources"][shard.source]["epochs"], uniform(self.plan["seed"], shard.source, ids.to_pylist()))
+            n = doc_copies(self.run, self.plan, shard.source, shard.shard, ids)
         else:
             n = np.ones(len(ids), np.int64)
         encoded = encode_documents(tok, table.column("text").combine_chunks(), tok.eos_id if self.options["eos"] else None,

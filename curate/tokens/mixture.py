@@ -31,9 +31,10 @@ def uniform(seed: int, source: str, ids: list[str]) -> np.ndarray:
                      for i in ids])
 
 
-def copies(epochs: float, u: np.ndarray) -> np.ndarray:
-    whole = math.floor(epochs)
-    return whole + (u < epochs - whole).astype(np.int64)
+def copies(epochs, u: np.ndarray) -> np.ndarray:
+    """floor(epochs) + [u < frac(epochs)] per document; `epochs` is one number or one per document (rehydration)."""
+    whole = np.floor(epochs)
+    return (whole + (u < epochs - whole)).astype(np.int64)
 
 
 def plan_mixture(mode: str, values: dict, available: dict, total: float | None, *, allow_epochs: float = ALLOW_EPOCHS,
@@ -131,6 +132,10 @@ def render_plan(plan: dict) -> str:
     chosen = sum(p["chosen_tokens"] for p in plan["sources"].values())
     available = sum(p["available_tokens"] for p in plan["sources"].values())
     lines.append(f"  {'total':10} {available:14,.0f} {'':>7} {chosen:14,.0f} {'':>7} {plan['effective_tokens']:14,.0f}")
+    if plan.get("rehydrate"):
+        from curate.tokens.rehydrate import render
+
+        lines.append(render(plan["rehydrate"]))
     if maximize:
         weighted = any(p["quality"] != 1 for p in plan["sources"].values())
         best = (f"the most quality-weighted effective tokens ({plan['quality_weighted_effective_tokens']:,.0f})" if weighted

@@ -1,0 +1,67 @@
+"""The minhash stage's per-shard outputs: band rows by hash partition of key, and the shard's signatures.
+
+The signatures (`s=<shard tag>.parquet`: node, length in characters, sig as fixed_size_list<uint32>) are
+kept so that a sound dedup can check each cluster member against its representative from the
+signatures it already has (the fraction of equal slots estimates the Jaccard), without re-reading text.
+"""
+
+from __future__ import annotations
+
+from typing import Callable
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from curate.dedup.layout import PartitionedSink
+from curate.io import fs
+from curate.io.parquet import write_table
+
+
+def fixed_lists(matrix: np.ndarray) -> pa.FixedSizeListArray:
+    """An (n, width) array as a fixed_size_list column of its dtype (signatures: uint32; band keys: uint64)."""
+    return pa.FixedSizeListArray.from_arrays(pa.array(np.ascontiguousarray(matrix).reshape(-1)), matrix.shape[1])
+
+
+def signature_matrix(column: pa.ChunkedArray | pa.Array) -> np.ndarray:
+    """A fixed_size_list<uint32> column back as an (n, num_perm) uint32 array."""
+    arr = column.combine_chunks() if isinstance(column, pa.ChunkedArray) else column
+    width = arr.type.list_size
+    return arr.flatten().to_numpy().reshape(-1, width)
+
+
+class MinhashSink:
+    """Takes per-document rows (node, hi, keys: the band keys, sig, length); writes band rows (band, key,
+    node, hi) split by partition of key, and the signatures in one file, sorted by node."""
+
+    def __init__(self, bands_path_of: Callable[[int], str], partitions: int, signatures_path: str):
+        self.bands = PartitionedSink(bands_path_of, partitions, "key")
+        self.signatures_path, self.parts = signatures_path, []
+
+    def __enter__(self):
+        return self
+
+    def write(self, table: pa.Table) -> None:
+        keys = table.column("keys").combine_chunks()
+        b = keys.type.list_size
+        node, hi = table.column("node").to_numpy(), table.column("hi").to_numpy()
+        self.bands.write(pa.table({"band": np.tile(np.arange(b, dtype=np.uint16), len(node)), "key": keys.flatten().to_numpy(),
+                                   "node": np.repeat(node, b), "hi": np.repeat(hi, b)}))
+        self.parts.append(table.select(["node", "length", "sig"]))
+
+    def __exit__(self, exc_type, exc, tb):
+        self.bands.__exit__(exc_type, exc, tb)
+        if exc_type is None and self.parts:
+            table = pa.concat_tables(self.parts).combine_chunks()
+            write_table(self.signatures_path, table.take(pa.array(np.argsort(table.column("node").to_numpy(), kind="stable"))),
+                        compression="lz4")
+        return False
+
+
+def read_signatures(path: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(node sorted, length, sig matrix) of one shard's signature file; empty arrays when it has none."""
+    if not fs.exists(path):
+        return np.empty(0, np.uint64), np.empty(0, np.int64), np.empty((0, 0), np.uint32)
+    with fs.open_input(path) as handle:
+        t = pq.read_table(handle)
+    return t.column("node").to_numpy(), t.column("length").to_numpy(), signature_matrix(t.column("sig"))

@@ -1,0 +1,178 @@
+"""Sound dedup: a document is removed only if it is a near-duplicate of a document that is kept.
+
+Connected components of LSH candidates are transitive: in a chain A~B~C, C may share little with A, and a
+policy that keeps A (or A's source) would remove C for resembling nothing kept. Here the components only
+propose: `curate.dedup.settle` decides, member by member, from the MinHash signatures the minhash stage
+kept (the fraction of equal slots estimates the Jaccard) and, within `margin` of the threshold, from the
+exact shingle Jaccard, so that every removed document has a kept one at or above `threshold`.
+
+Phases (after the components converge):
+  decide    per node partition: each member's component label, sent to its docs shard
+  gather    per docs shard: attach each member's signature and length, send it to its component's partition
+  settle    per partition of components: representatives and estimates, round by round (`settle_members`);
+            pairs near the threshold go to the kept member's shard
+  exact-a   per docs shard of kept members: attach their shingle hashes, send to the member's shard
+  exact-b   per docs shard of members: the exact Jaccard, sent back to the component's partition
+  finalize  per partition of components: the decisions (`finish`), written with their evidence
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pyarrow as pa
+
+from curate.dedup import nodes
+from curate.dedup.exact import jaccard, shingle_hashes
+from curate.dedup.graph import GraphDir, by_shard, write_decisions
+from curate.dedup.layout import read_columns, read_tables, tag_of, write_columns
+from curate.dedup.settle import CHECK, REMOVED, Settled, finish, settle_members
+from curate.dedup.shingles import Shingling
+from curate.dedup.shuffle import partition_of, split
+from curate.dedup.signature_store import fixed_lists, read_signatures, signature_matrix
+from curate.io import fs
+from curate.io.parquet import write_table
+
+U64 = np.uint64
+REPRESENTATIVE, ESTIMATE, EXACT = 1, 2, 3   # indexes into graph.METHODS
+LARGEST = 5                                  # largest component sizes each partition reports
+
+
+@dataclass(frozen=True)
+class Sound:
+    threshold: float     # the least similarity to a kept document that allows a removal
+    margin: float        # estimates within this of the threshold are decided by the exact Jaccard
+    rounds: int          # sub-cluster rounds per component; members still unsettled after them are kept
+    signatures: str      # the minhash stage's signature files: s=<shard tag>.parquet
+    shingling: dict      # how that stage shingled (the exact Jaccard uses the same shingles)
+
+
+def route(g: GraphDir, rnd: int, p: int) -> dict:
+    """Send each member's component label (and rank) to its docs shard."""
+    lab = g.labels(rnd, p)
+    for key, part in by_shard(lab["node"], node=lab["node"], label=lab["label_lo"], hi=lab["hi"]):
+        write_columns(g.path("sound", "route", f"s={tag_of(key)}", f"from-{p:05d}.parquet"), **part)
+    return {"in": len(lab["node"])}
+
+
+def gather(g: GraphDir, s: Sound, tag: str, ids: pa.Array | None) -> dict:
+    """Attach this shard's members' signatures (and ids when the policy ranks by id); send them by component."""
+    m = read_columns(g.path("sound", "route", f"s={tag}", "*.parquet"), ["node", "label", "hi"], {"node": U64, "label": U64, "hi": U64})
+    if not len(m["node"]):
+        return {"in": 0}
+    sig_node, length, sig = read_signatures(fs.join(s.signatures, f"s={tag}.parquet"))
+    at = np.searchsorted(sig_node, m["node"])
+    if len(sig_node) == 0 or not np.array_equal(sig_node[np.minimum(at, len(sig_node) - 1)], m["node"]):
+        raise ValueError(f"shard {tag}: a cluster member has no stored signature (re-run the minhash step)")
+    table = pa.table({"node": m["node"], "label": m["label"], "hi": m["hi"], "length": length[at], "sig": fixed_lists(sig[at])})
+    if ids is not None:
+        table = table.append_column("id", ids.take(pa.array(nodes.row_of(m["node"]))).cast(pa.string()))
+    part = partition_of(m["label"], g.partitions)
+    order = np.argsort(part, kind="stable")
+    bounds = np.flatnonzero(np.r_[True, part[order][1:] != part[order][:-1], True])
+    for a, b in zip(bounds[:-1], bounds[1:]):
+        rows = order[a:b]
+        write_table(g.path("sound", "gathered", f"p={int(part[rows[0]]):05d}", f"from-{tag}.parquet"), table.take(pa.array(rows)),
+                    compression="lz4")
+    return {"in": len(m["node"])}
+
+
+STATE = ("rep", "sim", "fate", "solid", "solid_sim", "wait", "wait_sim", "wait_sure")
+
+
+def settle(g: GraphDir, s: Sound, policy: str, by_id: bool, p: int) -> dict:
+    """Estimate one partition of components (`settle_members`); the result waits in `sound/state` for `finalize`,
+    and the pairs that need the exact Jaccard go to their kept member's shard."""
+    t = read_tables(g.path("sound", "gathered", f"p={p:05d}", "*.parquet"))
+    if t is None:
+        return {"in": 0, "checks": 0, "largest": []}
+    if by_id:
+        t = t.append_column("prio", pa.array(nodes.priority_of(t.column("node").to_numpy())))
+        t = t.sort_by([("label", "ascending"), ("prio", "ascending"), ("id", "ascending"), ("node", "ascending")])
+    else:
+        t = t.take(pa.array(np.lexsort((t.column("node").to_numpy(), t.column("hi").to_numpy(), t.column("label").to_numpy()))))
+    node, label, length = (t.column(k).to_numpy() for k in ("node", "label", "length"))
+    comp = np.cumsum(np.r_[True, label[1:] != label[:-1]]) - 1
+    st = settle_members(comp, nodes.priority_of(node), signature_matrix(t.column("sig")), policy, s.threshold, s.margin, s.rounds)
+    write_columns(g.path("sound", "state", f"p={p:05d}.parquet"), node=node, label=label, length=length,
+                  **{k: getattr(st, k) for k in STATE})
+    check = st.fate == CHECK
+    solid = check & (st.solid >= 0)
+    wait = check & (st.wait >= 0) & ~st.wait_sure
+    members = np.r_[np.flatnonzero(solid), np.flatnonzero(wait)]
+    partner = np.r_[st.solid[solid], st.wait[wait]]
+    for key, part in by_shard(node[partner], node=node[members], rep=node[partner], label=label[members]):
+        write_columns(g.path("sound", "exact", f"s={tag_of(key)}", f"from-{p:05d}.parquet"), **part)
+    return {"in": len(node), "checks": len(members), "largest": sorted(np.bincount(comp).tolist(), reverse=True)[:LARGEST]}
+
+
+def finalize(g: GraphDir, s: Sound, p: int) -> dict:
+    """Decide one partition of components with the exact checks' results; write the decisions and their evidence."""
+    names = ["node", "label", "length", *STATE]
+    cols = read_columns(g.path("sound", "state", f"p={p:05d}.parquet"), names,
+                        {"node": U64, "label": U64, "length": np.int64, "rep": np.int64, "sim": np.float32, "fate": np.int8,
+                         "solid": np.int64, "solid_sim": np.float32, "wait": np.int64, "wait_sim": np.float32, "wait_sure": bool})
+    node = cols["node"]
+    if not len(node):
+        return {"in": 0, "removed": 0}
+    st = Settled(*(cols[k] for k in STATE))
+    done = read_columns(g.path("sound", "exact-done", f"p={p:05d}", "*.parquet"), ["node", "rep", "jaccard"],
+                        {"node": U64, "rep": U64, "jaccard": np.float64})
+    exact = dict(zip(zip(done["node"].tolist(), done["rep"].tolist()), done["jaccard"].tolist()))
+
+    def measured(partner: np.ndarray) -> np.ndarray:  # exact Jaccard of (member, partner), NaN where not checked
+        return np.array([exact.get((int(a), int(node[b])), np.nan) if b >= 0 else np.nan for a, b in zip(node, partner)])
+
+    solid_j, wait_j = measured(st.solid), measured(st.wait)
+    gone, rep = finish(st, solid_j >= s.threshold, wait_j >= s.threshold)
+    sim = st.sim.astype(np.float64)
+    check = st.fate == CHECK
+    kept_check = check & ~gone  # evidence of a member kept after its checks: the settled candidate, else the waiting one
+    rep[kept_check] = np.where(st.solid[kept_check] >= 0, st.solid[kept_check], st.wait[kept_check])
+    method = np.where(rep == np.arange(len(node)), REPRESENTATIVE, ESTIMATE)
+    for use, j, est in ((check & (rep == st.solid), solid_j, st.solid_sim), (check & (rep == st.wait), wait_j, st.wait_sim)):
+        has = use & ~np.isnan(j)
+        sim[has], method[has] = j[has], EXACT
+        sim[use & np.isnan(j)] = est[use & np.isnan(j)]
+    write_decisions(g, f"{p:05d}", node, cols["label"], gone, node[rep], sim, method.astype(np.uint8), cols["length"])
+    return {"in": len(node), "removed": int(gone.sum()), "exact_removed": int((gone & check).sum()), "sure": int((st.fate == REMOVED).sum())}
+
+
+def _hashes(shingling: Shingling, texts: pa.Array, rows: np.ndarray) -> dict[int, np.ndarray]:
+    wanted = np.unique(rows)
+    return {int(r): shingle_hashes(t or "", shingling) for r, t in zip(wanted, texts.take(pa.array(wanted)).to_pylist())}
+
+
+def shingling_of(s: Sound) -> Shingling:
+    return Shingling(**{**s.shingling, "normalize": tuple(s.shingling["normalize"])})
+
+
+def exact_a(g: GraphDir, s: Sound, tag: str, texts: pa.Array) -> dict:
+    """Per shard of representatives: attach each queued pair's representative shingle hashes, send to the member's shard."""
+    c = read_columns(g.path("sound", "exact", f"s={tag}", "*.parquet"), ["node", "rep", "label"], {"node": U64, "rep": U64, "label": U64})
+    sets = _hashes(shingling_of(s), texts, nodes.row_of(c["rep"]))
+    for key, part in by_shard(c["node"], **c):
+        hashes = [sets[int(r)] for r in nodes.row_of(part["rep"])]
+        table = pa.table({**{k: pa.array(v) for k, v in part.items()}, "rep_hashes": pa.array(hashes, pa.list_(pa.uint64()))})
+        write_table(g.path("sound", "exact-b", f"s={tag_of(key)}", f"from-{tag}.parquet"), table, compression="lz4")
+    return {"in": len(c["node"])}
+
+
+def exact_b(g: GraphDir, s: Sound, tag: str, texts: pa.Array) -> dict:
+    """Per shard of members: the exact Jaccard with the kept member, sent to the component's partition."""
+    t = read_tables(g.path("sound", "exact-b", f"s={tag}", "*.parquet"))
+    if t is None:
+        return {"in": 0}
+    node, label = t.column("node").to_numpy(), t.column("label").to_numpy()
+    sets = _hashes(shingling_of(s), texts, nodes.row_of(node))
+    rep_hashes = t.column("rep_hashes").to_pylist()
+    sim = np.array([jaccard(sets[int(r)], np.asarray(h, U64)) for r, h in zip(nodes.row_of(node), rep_hashes)], np.float64)
+    for q, part in split(partition_of(label, g.partitions), g.partitions, node=node, rep=t.column("rep").to_numpy(), jaccard=sim):
+        write_columns(g.path("sound", "exact-done", f"p={q:05d}", f"from-{tag}.parquet"), **part)
+    return {"in": len(node), "passed": int((sim >= s.threshold).sum())}
+
+
+def has_work(g: GraphDir, kind: str, tag: str) -> bool:
+    """Whether an exact phase has anything queued for this shard (so its text need not be read otherwise)."""
+    return bool(fs.glob(g.path("sound", kind, f"s={tag}", "*.parquet")))
