@@ -331,10 +331,10 @@ def test_curate_query_lists_a_clusters_members_with_their_evidence(drift):
     _, texts, _, runs = drift
     run = runs["sound"]
     [(cluster,)] = duckdb.sql(f"SELECT cluster FROM read_parquet('{run}/dedup/clusters/*/*.parquet') WHERE id = 'chain0-ed5'").fetchall()
-    out = query(str(run), f"SELECT source, id, kept, rep_source, rep_id, similarity, method, length, represents FROM clusters "
+    out = query(str(run), f"SELECT source, id, kept_by_dedup, rep_source, rep_id, similarity, method, length, represents FROM clusters "
                           f"WHERE cluster = {cluster} ORDER BY id", fmt="csv")
     rows = [line.split(",") for line in out.strip().splitlines()]
-    assert rows[0] == ["source", "id", "kept", "rep_source", "rep_id", "similarity", "method", "length", "represents"]
+    assert rows[0] == ["source", "id", "kept_by_dedup", "rep_source", "rep_id", "similarity", "method", "length", "represents"]
     assert sorted(r[1] for r in rows[1:]) == sorted(i for _, i in texts if i.startswith("chain0-"))
     assert all(int(r[7]) == len(texts[(r[0], r[1])]) for r in rows[1:])
 
