@@ -15,7 +15,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from curate.tokens.tokenizer import load_tokenizer
-from tests.conftest import ZYDA2, run_cli
+from conftest import ZYDA2, run_cli
 
 TABLES = ("kept", "signals", "scores", "ledger")
 
