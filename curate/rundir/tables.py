@@ -43,10 +43,11 @@ class SourceSink(ParquetSink):
 
     def __init__(self, path: str, source: str, schema: pa.Schema | None = None):
         super().__init__(path, source_schema(schema) if schema is not None else None)
-        self.source = source
+        self.source, self.fixed = source, self.schema
 
     def write(self, table: pa.Table) -> None:
-        super().write(with_source(table, self.source))
+        table = with_source(table, self.source)
+        super().write(table.cast(self.fixed) if self.fixed is not None and table.schema != self.fixed else table)
 
 
 class DocumentSchema:

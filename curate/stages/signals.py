@@ -136,7 +136,7 @@ class SignalsStage(ShardStage):
         for name, path in sorted(self.options["ml_models"].items()):
             out[f"rps_doc_ml_{name}_score"] = rpv2_ml_score(path, texts)
         for name, (target, reference) in sorted(self.options["importance"].items()):
-            out[f"rps_doc_{name}_importance"] = pa.array(importance(texts.to_pylist(), load_distributions(target, reference)))
+            out[f"rps_doc_{name}_importance"] = pa.array(importance(texts.to_pylist(), load_distributions(target, reference)), pa.float64())
         return out
 
     @staticmethod
