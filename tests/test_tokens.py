@@ -414,3 +414,15 @@ def test_ds_packed_read_by_datatrove(tmp_path, gpt2):
     assert len(ds) == len(stream) // seq_len
     served = np.concatenate([ds[i]["input_ids"].numpy() for i in range(len(ds))])
     assert np.array_equal(served, stream[: len(served)])
+
+
+def test_ds_metadata_count_is_written_as_datatrove_writes_it_without_humanize():
+    """The third line of `.ds.metadata` is humanize.metric(count, "T") (what datatrove writes), computed by
+    curate itself: the main install has no humanize, and the bytes must not depend on it."""
+    humanize = pytest.importorskip("humanize")
+    from curate.tokens.datatrove_ds import _humanize
+
+    rng = np.random.default_rng(0)
+    counts = [0, 1, 9, 10, 999, 1000, 9994, 9995, 99949, 99950, 999499, 999500, 701107, 10**12 - 1, 10**12]
+    counts += [int(10 ** x) for x in rng.uniform(0, 20, 2000)]
+    assert [_humanize(c) for c in counts] == [humanize.metric(c, unit="T") for c in counts]

@@ -16,6 +16,8 @@ appear in the order the (shuffled) packing first places them, documents packed t
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from ..io.fs import AtomicWriter, write_bytes
@@ -29,12 +31,19 @@ def token_size_for(vocab_size: int) -> int:
 
 
 def _humanize(count: int) -> str:
-    try:
-        import humanize  # what datatrove itself uses, so the third line is byte-identical
-
-        return humanize.metric(count, unit="T")
-    except ImportError:
-        return f"{count} T"
+    """`humanize.metric(count, unit="T")`, the third line datatrove writes, without needing humanize installed
+    (so the bytes do not depend on it): 3 significant digits and an SI prefix (humanize, MIT licence)."""
+    if count == 0:
+        return "0.00 T"
+    exponent = math.floor(math.log10(abs(count)))
+    value = count / 10 ** (exponent // 3 * 3)
+    digits = max(0, 2 - exponent % 3)
+    if round(abs(value), digits) >= 10 ** (exponent % 3 + 1):   # a rounding carry: 999.6 -> 1.00 k
+        exponent += 1
+        value = count / 10 ** (exponent // 3 * 3)
+        digits = max(0, 2 - exponent % 3)
+    prefix = "kMGTPEZYRQ"[exponent // 3 - 1] if exponent >= 3 else ""
+    return f"{value:.{digits}f} {prefix}T"
 
 
 class DsWriter:
