@@ -17,7 +17,7 @@ import pytest
 from curate.tokens.tokenizer import load_tokenizer
 from conftest import ZYDA2, run_cli
 
-TABLES = ("kept", "signals", "scores", "ledger")
+TABLES = ("kept", "signals", "scores", "ledger", "tokens/docs")
 
 
 @pytest.fixture(scope="module")
