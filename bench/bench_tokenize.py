@@ -7,7 +7,7 @@ tokenize and pack stages call (no Parquet in between); and the stages themselves
 `curate run` of ingest -> tokenize -> pack (inline, one process) over the same texts written as one
 Parquet file, timed from the run's task seconds (Parquet reads and writes of token ids included).
 
-    python bench/bench_tokenize.py [--tokenizer gpt2] [--seq-len 2049] [--copies 3] [--repeat 3]
+    python bench/bench_tokenize.py [--tokenizer gpt2] [--seq-len 2049] [--copies 3] [--repeat 3] [--format datatrove]
 """
 
 from __future__ import annotations
@@ -89,6 +89,7 @@ def main(argv=None) -> int:
     ap.add_argument("--seq-len", type=int, default=2049)
     ap.add_argument("--copies", type=int, default=3, help="repeat the corpus to get stable timings")
     ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--format", default="megatron", choices=["megatron", "datatrove"], help="the token files write_shard writes")
     args = ap.parse_args(argv)
 
     texts, source = load_texts(args.copies)
@@ -102,17 +103,17 @@ def main(argv=None) -> int:
     n_tokens = sum(len(e.ids) for e in encs)
     rows = [("direct tokenizers.encode_batch", t_direct, n_tokens)]
     with tempfile.TemporaryDirectory() as tmp:
-        for label, tok in ((f"ours [{ours.backend}] tokenize+best_fit+megatron", ours),
-                           ("ours [hf] tokenize+best_fit+megatron", ours_hf)):
+        for label, tok in ((f"ours [{ours.backend}] tokenize+best_fit+{args.format}", ours),
+                           (f"ours [hf] tokenize+best_fit+{args.format}", ours_hf)):
             if label.startswith("ours [hf]") and ours.backend == "hf":
                 continue
             prefix = os.path.join(tmp, "shard")
             t, stats = best_of(args.repeat, lambda tok=tok, prefix=prefix: write_shard(
-                texts, tok, prefix, packing="best_fit", seq_len=args.seq_len, seed=0))
+                texts, tok, prefix, fmt=args.format, packing="best_fit", seq_len=args.seq_len, seed=0))
             assert stats["tokens"] == n_tokens + len(texts), "ids differ from the direct run"
             rows.append((label, t, n_tokens))
             print(f"  packing: {stats['sequences']} sequences of <= {args.seq_len}, density {stats['density']:.4f}, "
-                  f"docs split {stats['split_share']:.3%}, {os.path.getsize(prefix + '.bin') / 1e6:.1f} MB .bin")
+                  f"docs split {stats['split_share']:.3%}, {stats['tokens_written']:,} tokens written")
     t_stages = pipeline_seconds(texts, args.tokenizer, args.seq_len)
     rows.append(("ours: tokenize + pack stages (curate run)", t_stages, n_tokens))
     for label, t, n in rows:

@@ -20,7 +20,7 @@ import duckdb
 from curate.errors import CurateError
 from curate.io import fs
 from curate.rundir import RunDir
-from curate.rundir.layout import TABLES
+from curate.rundir.layout import SOURCED, TABLES
 from curate.sql import connect as sql_connect
 from curate.sql import quote, read_parquet
 from curate.sql_guard import read_only_statement
@@ -37,6 +37,9 @@ def connect(root: str) -> duckdb.DuckDBPyConnection:
         for source in run.table_sources(view):
             scan = read_parquet(con, run.table_glob(view, source), "union_by_name=true")
             columns = [r[0] for r in con.sql(f"DESCRIBE SELECT * FROM {scan}").fetchall()]
+            if view in SOURCED and "source" in columns:  # its files carry `source` (rundir/tables.py)
+                parts.append(f"SELECT * FROM {scan}")
+                continue
             rename = " RENAME (source AS source_column)" if "source" in columns else ""
             parts.append(f"SELECT {quote(source)} AS source, *{rename} FROM {scan}")
         if parts:

@@ -334,6 +334,15 @@ def test_choose_bands_matches_datasketch(threshold, expected):
     assert choose_bands(threshold, 128) == (lsh.b, lsh.r) == expected
 
 
+@pytest.mark.parametrize("num_perm", [64, 128])
+def test_choose_bands_matches_datasketch_without_scipy(num_perm):
+    """Our quadrature picks what datasketch's scipy integrals pick, across thresholds (the main install has no scipy)."""
+    from datasketch.lsh import _optimal_param
+
+    for threshold in np.arange(0.05, 1.0, 0.05).round(2):
+        assert choose_bands(float(threshold), num_perm) == tuple(_optimal_param(float(threshold), num_perm, 0.5, 0.5)), threshold
+
+
 def test_presets_bands_are_the_recipes():
     assert (PRESETS["zyda2"].bands, PRESETS["zyda2"].rows) == (8, 16) == choose_bands(0.85, 128)
     assert (PRESETS["zyda1"].bands, PRESETS["zyda1"].rows) == (32, 4) == choose_bands(0.4, 128)

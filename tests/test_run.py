@@ -45,7 +45,7 @@ def test_kept_files_keep_the_sources_own_columns(sample_env, tmp_path):
     cols = lambda s: duckdb.sql(f"SELECT * FROM read_parquet('{run}/kept/{s}/*.parquet') LIMIT 0").columns
     assert {"id", "text", "url", "dump", "int_score", "score", "language_score"} <= set(cols("fwe"))
     assert {"id", "text", "url", "meta", "fasttext_openhermes_reddit_eli5_vs_rw_v2_bigram_200k_train_prob"} <= set(cols("dclm"))
-    assert {"id", "text", "source", "filtering_features"} <= set(cols("zyda"))
+    assert {"source", "id", "text", "source_column", "filtering_features"} <= set(cols("zyda"))  # zyda's own source: source_column
     assert {"id", "text", "url", "meta"} <= set(cols("dolma_cc"))
     ids = duckdb.sql(f"SELECT count(*) = count(DISTINCT id) FROM read_parquet('{run}/kept/*/*.parquet', union_by_name=true)").fetchall()[0][0]
     assert ids

@@ -391,22 +391,38 @@ def test_ds_matches_datatrove_tokenized_file(tmp_path, gpt2):
 
 
 def test_ds_packed_read_by_datatrove(tmp_path, gpt2):
+    """A packed shard's .ds holds whole documents, each ending with EOS, and nothing else: datatrove's reader
+    serves exactly those tokens (no padding), its index has one entry per document, and no `.ds.loss` is written."""
     pytest.importorskip("torch")
     dataset = pytest.importorskip("datatrove.utils.dataset")
-    tokens = gpt2.encode_batch(texts(40))
+    docs = texts(40)
+    tokens = gpt2.encode_batch(docs).with_specials(eos_id=gpt2.eos_id)
     seq_len = 257  # datatrove windows are seq_len + 1 tokens
-    packed, _ = pack_documents(tokens, seq_len, eos_id=gpt2.eos_id, seed=0)
-    with DsWriter(str(tmp_path / "out" / "000.ds"), vocab_size=gpt2.vocab_size, tokenizer_name="gpt2",
-                  save_loss=True) as w:
-        w.add_packed(packed, pad_id=gpt2.eos_id)
+    packed, _ = pack_documents(tokens, seq_len, eos_id=None, seed=0)
+    with DsWriter(str(tmp_path / "out" / "000.ds"), vocab_size=gpt2.vocab_size, tokenizer_name="gpt2") as w:
+        w.add_packed(packed, tokens)
+    assert not (tmp_path / "out" / "000.ds.loss").exists()
+    stream = np.fromfile(tmp_path / "out" / "000.ds", np.uint16)
+    ends = np.fromfile(tmp_path / "out" / "000.ds.index", np.uint64).astype(np.int64)
+    assert len(stream) == tokens.num_tokens == int(ends[-1]) and len(ends) == len(docs)
+    assert (stream[ends - 1] == gpt2.eos_id).all()
+    found = sorted(gpt2.decode(d[:-1]) for d in np.split(stream, ends[:-1]))
+    assert found == sorted(docs)
+    _, first = np.unique(packed.packing.doc, return_index=True)   # documents in the order the packing places them
+    assert gpt2.decode(stream[: ends[0] - 1]) == docs[int(packed.packing.doc[first.min()])]
     ds = dataset.DatatroveFolderDataset(str(tmp_path / "out"), seq_len - 1, token_size=2, return_positions=True)
-    assert len(ds) == len(packed)
-    ids, mask = packed.padded(gpt2.eos_id)
-    positions = packed.positions()
-    loss = np.fromfile(tmp_path / "out" / "000.ds.loss", np.uint8).reshape(len(packed), seq_len)
-    assert np.array_equal(loss.astype(bool), mask)
-    for i in range(len(packed)):
-        item = ds[i]
-        assert item["input_ids"].numpy().tolist() == ids[i].tolist()
-        n = packed.offsets[i + 1] - packed.offsets[i]
-        assert item["positions"].numpy()[:n].tolist() == positions[packed.offsets[i] : packed.offsets[i + 1]].tolist()
+    assert len(ds) == len(stream) // seq_len
+    served = np.concatenate([ds[i]["input_ids"].numpy() for i in range(len(ds))])
+    assert np.array_equal(served, stream[: len(served)])
+
+
+def test_ds_metadata_count_is_written_as_datatrove_writes_it_without_humanize():
+    """The third line of `.ds.metadata` is humanize.metric(count, "T") (what datatrove writes), computed by
+    curate itself: the main install has no humanize, and the bytes must not depend on it."""
+    humanize = pytest.importorskip("humanize")
+    from curate.tokens.datatrove_ds import _humanize
+
+    rng = np.random.default_rng(0)
+    counts = [0, 1, 9, 10, 999, 1000, 9994, 9995, 99949, 99950, 999499, 999500, 701107, 10**12 - 1, 10**12]
+    counts += [int(10 ** x) for x in rng.uniform(0, 20, 2000)]
+    assert [_humanize(c) for c in counts] == [humanize.metric(c, unit="T") for c in counts]

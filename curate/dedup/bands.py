@@ -61,8 +61,8 @@ def band_keys(signatures, bands: int, rows: int) -> np.ndarray:
 
 def choose_bands(threshold: float, num_perm: int, weights=(0.5, 0.5)) -> tuple[int, int]:
     """(bands, rows) minimising the weighted false positive + false negative areas around ``threshold``:
-    datasketch's own ``_optimal_param``, with its default weights, so the choice is the one
-    ``MinHashLSH(threshold, num_perm)`` would make."""
+    datasketch's ``_optimal_param`` (what ``MinHashLSH(threshold, num_perm)`` chooses), with its default
+    weights, computed here without scipy (see ``_choose``)."""
     if not 0.0 <= threshold <= 1.0:
         raise ValueError(f"threshold must be in [0, 1], got {threshold}")
     if num_perm < 1:
@@ -73,10 +73,21 @@ def choose_bands(threshold: float, num_perm: int, weights=(0.5, 0.5)) -> tuple[i
 
 @lru_cache(maxsize=256)
 def _choose(threshold: float, num_perm: int, fp: float, fn: float) -> tuple[int, int]:
-    from datasketch.lsh import _optimal_param
-
-    b, r = _optimal_param(threshold, num_perm, fp, fn)
-    return int(b), int(r)
+    """datasketch's search (every bands x rows <= num_perm; the first minimum in (bands, rows) order wins),
+    with its two integrals by Gauss-Legendre quadrature instead of scipy's ``quad``: the integrands are
+    polynomials of degree bands * rows <= num_perm, which ``num_perm // 2 + 1`` nodes integrate exactly."""
+    x, w = np.polynomial.legendre.leggauss(min(num_perm // 2 + 2, 512))
+    below, above = threshold / 2 * (x + 1), threshold + (1 - threshold) / 2 * (x + 1)   # nodes on [0, t], [t, 1]
+    best, choice = np.inf, (0, 0)
+    for b in range(1, num_perm + 1):
+        r = np.arange(1, num_perm // b + 1, dtype=np.float64)[:, None]
+        false_pos = threshold / 2 * ((1 - (1 - below ** r) ** b) @ w)
+        false_neg = (1 - threshold) / 2 * (((1 - above ** r) ** b) @ w)
+        error = false_pos * fp + false_neg * fn
+        i = int(np.argmin(error))
+        if error[i] < best:
+            best, choice = float(error[i]), (b, i + 1)
+    return choice
 
 
 def candidate_probability(s, bands: int, rows: int):

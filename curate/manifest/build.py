@@ -20,7 +20,7 @@ from .store import write_atomic
 
 # recorded when importable: what decides the bytes of the outputs
 VERSIONED = ("pyarrow", "ray", "duckdb", "tokenizers", "tiktoken", "numpy", "datatrove", "datasketch", "fasttext",
-             "zstandard", "orjson", "fsspec", "s3fs", "gcsfs", "pyyaml", "jsonschema")
+             "fasttext-community", "zstandard", "orjson", "fsspec", "s3fs", "gcsfs", "pyyaml", "jsonschema")
 COMPUTED = ("files", "created_at", "created_by", "versions")
 
 

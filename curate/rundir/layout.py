@@ -2,7 +2,8 @@
 
 ```
 RUN/pipeline.yaml  summary.json  manifest.json  _lock.json (the run writing it now)
-RUN/<table>/<source>/<shard>.parquet      docs, kept, signals, scores, dual_use, quarantine (keyed by id)
+RUN/<table>/<source>/<shard>.parquet      docs, kept, signals, scores, dual_use, quarantine (keyed by id);
+                                          all but docs carry `source` and one schema across sources (tables.py)
 RUN/ledger/<stage>/<source>/<shard>.parquet
 RUN/<stage>/clusters/<source>/...         a dedup step's clusters (id, source, cluster, kept)
 RUN/_work/<stage>/...                     a stage's intermediate files (band keys, graph rounds, scans, scores)
@@ -24,7 +25,8 @@ from curate.io import fs
 
 ACCOUNTING = "shards"
 TABLES = ("docs", "kept", "signals", "scores", "dual_use", "quarantine")
-TOKEN_SUFFIXES = {"megatron": (".bin", ".idx"), "datatrove": (".ds", ".ds.index", ".ds.loss", ".ds.metadata")}
+SOURCED = ("kept", "signals", "scores", "dual_use", "quarantine")   # every file carries `source` (rundir/tables.py)
+TOKEN_SUFFIXES = {"megatron": (".bin", ".idx"), "datatrove": (".ds", ".ds.index", ".ds.metadata")}
 
 
 @dataclass(frozen=True)

@@ -26,6 +26,7 @@ from curate.errors import ConfigError
 from curate.io import fs
 from curate.io.parquet import ParquetSink
 from curate.rundir import ClassifyRecord
+from curate.rundir.tables import SourceSink
 from curate.stages.phase import Phase
 from curate.stages.registry import stage
 from curate.stages.resources import assigned_gpus
@@ -146,7 +147,9 @@ class ClassifyStage(ShardStage):
                 self.schemas[name] = pq.read_schema(handle).remove(0)  # every file of a model has its schema
 
     def sink(self, shard: ShardRef) -> ParquetSink:
-        return ParquetSink(self.run.table("scores", shard.source, shard.shard))
+        """Every scores file has every model's columns (null where a model did not score), even an empty one."""
+        empty = combine(pa.table({"id": pa.array([], pa.string())}), {}, self.schemas, [], [])
+        return SourceSink(self.run.table("scores", shard.source, shard.shard), shard.source, empty.schema)
 
     def process_shard(self, batches, shard: ShardRef):
         models = self.models()

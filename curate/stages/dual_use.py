@@ -28,6 +28,7 @@ from curate.dualuse.decide import DECISIONS, decide, read_scores, score_escalate
 from curate.io import fs
 from curate.io.parquet import ParquetSink, write_table
 from curate.rundir import DualUseRecord
+from curate.rundir.tables import DocumentSchema, SourceSink
 from curate.stages.model_choice import MODEL_OPTIONS, model_choice
 from curate.stages.phase import Phase
 from curate.stages.registry import stage
@@ -105,6 +106,7 @@ class DualUseStage(ShardStage):
             key = canonical_json({"model": model.fingerprint(), "terms": blocklist.fingerprint, "escalate_at": self.options["escalate_at"]})
             scored = run_phase(Phase("classifier", tasks, self.classify, self.load, model.resources, key=key))
         self.run.publish(self.name, DualUseRecord(self.funnel_costs(scan, scored)))
+        self.documents = DocumentSchema.of_docs(self.run, [(t.payload.source, t.payload.shard) for t in tasks])
         super().execute(tasks, run_phase)
 
     def cache_dir(self) -> str:
@@ -158,26 +160,18 @@ class DualUseStage(ShardStage):
 
     # ---- the accounting phase: decisions --------------------------------------------------------
     def sink(self, shard: ShardRef) -> ParquetSink:
-        return ParquetSink(self.run.table("dual_use", shard.source, shard.shard), DECISIONS)
+        return SourceSink(self.run.table("dual_use", shard.source, shard.shard), shard.source, DECISIONS)
 
     def process_shard(self, batches, shard: ShardRef):
         with fs.open_input(self.run.work(self.name, "scan", shard.source, f"{shard.shard}.parquet")) as handle:
             scan = pq.read_table(handle)
         scores = read_scores(self.cache_dir(), shard) if self.model() is not None else None
         o = self.options
-        with ParquetSink(self.run.table("quarantine", shard.source, shard.shard)) as quarantine:
+        with ParquetSink(self.run.table("quarantine", shard.source, shard.shard), self.documents.schema) as quarantine:
             for batch in batches:
                 decided, removed, counts = decide(batch.select(["id"]), scan, scores, o["escalate_at"], o["threshold"],
                                                   o["fail_closed"], o["backfill"])
                 flagged = decided.column("flagged").to_numpy(zero_copy_only=False)
-                quarantine.write(batch.filter(pa.array(flagged)))
+                quarantine.write(self.documents.conform(batch.filter(pa.array(flagged)), shard.source))
                 yield Output(rows=decided, removed=removed, counts=counts)
-            if quarantine.schema is None:
-                quarantine.schema = batch_schema(self.run, shard)
-
-
-def batch_schema(run, shard: ShardRef) -> pa.Schema:
-    """An empty quarantine file still carries the documents' columns."""
-    with fs.open_input(run.docs(shard.source, shard.shard)) as handle:
-        return pq.read_schema(handle)
 

@@ -128,7 +128,7 @@ class FilterStage(ShardStage):
                 continue
             with fs.open_input(path) as handle:
                 schema = pq.read_schema(handle)
-                named = ["id"] + [c for c in schema.names if c != "id" and re.search(rf"(?<!\w){re.escape(c.lower())}(?!\w)", text)]
+                named = ["id"] + [c for c in schema.names if c not in ("id", "source") and re.search(rf"(?<!\w){re.escape(c.lower())}(?!\w)", text)]
                 out[side] = schema.empty_table().select(named) if schema_only else pq.read_table(handle, columns=named)
         return out
 

@@ -1,12 +1,15 @@
-"""The final step: write the documents that survived every stage to `RUN/kept/<source>/<shard>.parquet`."""
+"""The final step: write the documents that survived every stage to `RUN/kept/<source>/<shard>.parquet`.
+
+Every file has one schema (`source`, `id`, `text`, then every source's own columns; see rundir/tables.py),
+so `kept/` loads in one call with HF `datasets`, pandas, polars, pyarrow.dataset and DuckDB.
+"""
 
 from __future__ import annotations
 
 import pyarrow as pa
-import pyarrow.parquet as pq
 
-from curate.io import fs
 from curate.io.parquet import ParquetSink
+from curate.rundir.tables import DocumentSchema
 from curate.stages.shard import Output, ShardRef, ShardStage
 
 
@@ -16,10 +19,12 @@ class KeptStage(ShardStage):
     def owned_paths(self) -> list[str]:
         return [self.run.path("kept"), self.run.state(self.name)]
 
+    def execute(self, tasks, run_phase) -> None:
+        self.documents = DocumentSchema.of_docs(self.run, [(t.payload.source, t.payload.shard) for t in tasks])
+        super().execute(tasks, run_phase)
+
     def sink(self, shard: ShardRef) -> ParquetSink:
-        with fs.open_input(self.run.docs(shard.source, shard.shard)) as handle:
-            schema = pq.read_schema(handle)
-        return ParquetSink(self.run.kept(shard.source, shard.shard), schema)
+        return ParquetSink(self.run.kept(shard.source, shard.shard), self.documents.schema)
 
     def process(self, batch: pa.Table, shard: ShardRef) -> Output:
-        return Output(rows=batch)
+        return Output(rows=self.documents.conform(batch, shard.source))

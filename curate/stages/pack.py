@@ -3,9 +3,9 @@
 Per docs shard (`curate.tokens.shard.pack_shard`): expand each document to its mixture copies, pack
 with `best_fit` (split documents longer than `seq_len`, then best-fit-decreasing; document boundaries
 kept), `concat`, or `none`, shuffle the sequences deterministically, and write a Megatron `.bin/.idx`
-shard (and datatrove `.ds` when asked). Then phase `merge` concatenates each source's shards, in
-shard order, into `RUN/tokens/<source>.bin/.idx` (and `.ds`): memory per task is one shard. It
-publishes what it wrote per source for the manifest.
+shard (and datatrove `.ds` when asked: whole documents, no padding; see tokens/datatrove_ds.py).
+Then phase `merge` concatenates each source's shards, in shard order, into `RUN/tokens/<source>.bin/.idx`
+(and `.ds`): memory per task is one shard. It publishes what it wrote per source for the manifest.
 """
 
 from __future__ import annotations
@@ -72,13 +72,13 @@ class PackStage(Stage):
         stats = pack_shard(tokens, self.run.token_shard(shard.source, shard.shard), vocab_size=tok.vocab_size,
                            seq_len=self.options["seq_len"], method=self.options["method"], seed=seed,
                            formats=self.formats,
-                           tokenizer_name=tok.name, pad_id=tok.eos_id if tok.eos_id is not None else 0)
+                           tokenizer_name=tok.name)
         return {"source": shard.source, "shard": shard.shard, "in": table.num_rows, "kept": table.num_rows, "removed": {},
                 "tokens": int(stats["tokens"]), "sequences": int(stats["sequences"]), "docs_split": int(stats["docs_split"]),
                 "chunks": int(stats["chunks"]), "seq_len": self.options["seq_len"]}
 
     def merge(self, tok: TokenizerRecord, shards: list[tuple[str, str]], source: str) -> dict:
-        """Concatenate a source's shards (sequences, documents and, for .ds, tokens and loss) in shard order."""
+        """Concatenate a source's shards (sequences, documents and, for .ds, documents and their ends) in shard order."""
         mine = [shard for s, shard in shards if s == source]
         with MegatronWriter(self.run.token_prefix(source), vocab_size=tok.vocab_size) as writer:
             for shard in mine:
@@ -91,10 +91,9 @@ class PackStage(Stage):
     def _merge_ds(self, source: str, shards: list[str], tok: TokenizerRecord) -> None:
         from curate.tokens.datatrove_ds import DsWriter
 
-        with DsWriter(self.run.token_prefix(source) + ".ds", vocab_size=tok.vocab_size, tokenizer_name=tok.name, save_loss=True) as ds:
+        with DsWriter(self.run.token_prefix(source) + ".ds", vocab_size=tok.vocab_size, tokenizer_name=tok.name) as ds:
             for shard in shards:
                 base = self.run.token_shard(source, shard) + ".ds"
                 ids = np.frombuffer(fs.read_bytes(base), ds.dtype)
                 ends = np.frombuffer(fs.read_bytes(base + ".index"), np.uint64).astype(np.int64)
-                loss = np.frombuffer(fs.read_bytes(base + ".loss"), np.uint8) if fs.exists(base + ".loss") else np.ones(len(ids), np.uint8)
-                ds.write(ids, np.diff(np.concatenate([[0], ends])), loss)
+                ds.write(ids, np.diff(np.concatenate([[0], ends])))

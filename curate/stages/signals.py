@@ -10,10 +10,12 @@ from __future__ import annotations
 
 import orjson
 import pyarrow as pa
+import pyarrow.parquet as pq
 
 from curate.config.schema import Field
 from curate.io import fs
 from curate.io.parquet import ParquetSink
+from curate.rundir.tables import SourceSink
 from curate.models.langid import identify
 from curate.stages.registry import stage
 from curate.stages.shard import Output, ShardRef, ShardStage
@@ -39,14 +41,17 @@ CCNET = {"length": "ccnet_length", "nlines": "ccnet_nlines", "original_length": 
 BUCKETS = {"head": 0, "middle": 1, "tail": 2}
 
 
-def ccnet_columns(table: pa.Table) -> dict:
-    """`ccnet_*` copies of the CCNet fields a source carries (RedPajama-V2 documents do)."""
+def ccnet_columns(table: pa.Table, always: bool = False) -> dict:
+    """`ccnet_*` copies of the CCNet fields a source carries (RedPajama-V2 documents do); with `always`
+    (some source of the run is RPv2), every one, null where absent, so all signals files share one schema."""
     out = {}
     if "bucket" not in table.column_names or "perplexity" not in table.column_names:
+        if always:
+            out = {name: pa.nulls(table.num_rows, pa.float64()) for name in CCNET.values()}
+            out["ccnet_bucket"] = pa.nulls(table.num_rows, pa.int64())
         return out
     for field, name in CCNET.items():
-        if field in table.column_names:
-            out[name] = table.column(field).cast(pa.float64())
+        out[name] = table.column(field).cast(pa.float64()) if field in table.column_names else pa.nulls(table.num_rows, pa.float64())
     buckets = table.column("bucket").to_pylist()
     out["ccnet_bucket"] = pa.array([BUCKETS.get(b) for b in buckets], pa.int64())
     return out
@@ -97,9 +102,13 @@ class SignalsStage(ShardStage):
         path = self.options["ut1_domains"]
         self.ut1 = orjson.loads(fs.read_bytes(path)) if path else None
         self.with_dt_words = self.dt_words()
+        self.with_ccnet = any(s.format == "rpv2" for s in self.pipeline.sources.values())
 
     def sink(self, shard: ShardRef) -> ParquetSink:
-        return ParquetSink(self.run.table("signals", shard.source, shard.shard))
+        """Rows of every shard share one schema; an empty shard's file gets it from an empty batch."""
+        with fs.open_input(self.run.docs(shard.source, shard.shard)) as handle:
+            empty = pq.read_schema(handle).empty_table()
+        return SourceSink(self.run.table("signals", shard.source, shard.shard), shard.source, self.process(empty, shard).rows.schema)
 
     def process(self, table: pa.Table, shard: ShardRef) -> Output:
         from curate.signals import compute_signals
@@ -112,7 +121,7 @@ class SignalsStage(ShardStage):
         columns = {"id": table.column("id")}
         columns.update({n: signals.column(n) for n in signals.column_names})
         columns.update(self._configured(texts))
-        columns.update(ccnet_columns(table))
+        columns.update(ccnet_columns(table, self.with_ccnet))
         if self.options["langid"]:
             columns["lang"], columns["lang_score"] = identify(texts)
         if self.with_dt_words:
@@ -130,7 +139,7 @@ class SignalsStage(ShardStage):
         for name, path in sorted(self.options["ml_models"].items()):
             out[f"rps_doc_ml_{name}_score"] = rpv2_ml_score(path, texts)
         for name, (target, reference) in sorted(self.options["importance"].items()):
-            out[f"rps_doc_{name}_importance"] = pa.array(importance(texts.to_pylist(), load_distributions(target, reference)))
+            out[f"rps_doc_{name}_importance"] = pa.array(importance(texts.to_pylist(), load_distributions(target, reference)), pa.float64())
         return out
 
     @staticmethod

@@ -3,7 +3,7 @@
 Each actor loads the tokenizer once (`setup`). `resources` places the actors through Ray (e.g.
 `num_gpus: 1` puts them on GPU nodes of a cluster; a cluster without GPUs runs them on CPUs). When a mix
 step ran, each document carries its number of copies from the mixture plan. Output:
-`RUN/tokens/docs/<source>/<shard>.parquet` with (id, tokens, copies); it publishes the tokenizer's
+`RUN/tokens/docs/<source>/<shard>.parquet` with (source, id, tokens, copies); it publishes the tokenizer's
 identity, vocabulary size and special ids for the pack and manifest steps.
 """
 
@@ -14,6 +14,7 @@ import pyarrow as pa
 
 from curate.config.schema import Field
 from curate.io.parquet import ParquetSink
+from curate.rundir.tables import SourceSink
 from curate.rundir import MixRecord, TokenizerRecord
 from curate.stages.registry import stage
 from curate.stages.resources import RESOURCE_OPTIONS, Resources
@@ -66,7 +67,7 @@ class TokenizeStage(ShardStage):
         self.plan = self.run.record(self.upstream["mix"], MixRecord).plan if "mix" in self.upstream else None
 
     def sink(self, shard: ShardRef) -> ParquetSink:
-        return ParquetSink(self.run.token_docs(shard.source, shard.shard), SCHEMA)
+        return SourceSink(self.run.token_docs(shard.source, shard.shard), shard.source, SCHEMA)
 
     def process(self, table: pa.Table, shard: ShardRef) -> Output | None:
         if not table.num_rows:

@@ -5,12 +5,18 @@
 - `NAME.ds.loss` (optional): one byte per token, 1 = train on it, 0 = mask
 - `NAME.ds.metadata`: "{tokenizer}|{token_size}\\n{token count}\\n{humanized count}"
 
-datatrove's reader (`DatatroveFolderDataset`) cuts fixed windows of seq_len + 1 tokens from the
-stream and resets positions at index entries; `add_packed` therefore pads every packed sequence
-to exactly the window, masks the padding in `.ds.loss`, and ends a "document" at every chunk.
+datatrove's readers (`DatatroveFolderDataset`, `DatatroveFileDataset`) cut fixed windows of seq_len + 1
+tokens from the stream themselves, reset positions at index entries and never read `.ds.loss`; its
+`check_dataset` wants EOS at every index entry and `DocumentTokenizerMerger` shuffles index entries as
+documents. So the stream holds only real tokens: whole documents (each ending with EOS), one index
+entry each. Padding would be served to the trainer as tokens; a chunk boundary would be a "document"
+without EOS. Packing cannot reach datatrove's windows, so `add_packed` keeps only its order: documents
+appear in the order the (shuffled) packing first places them, documents packed together stay together.
 """
 
 from __future__ import annotations
+
+import math
 
 import numpy as np
 
@@ -25,12 +31,19 @@ def token_size_for(vocab_size: int) -> int:
 
 
 def _humanize(count: int) -> str:
-    try:
-        import humanize  # what datatrove itself uses, so the third line is byte-identical
-
-        return humanize.metric(count, unit="T")
-    except ImportError:
-        return f"{count} T"
+    """`humanize.metric(count, unit="T")`, the third line datatrove writes, without needing humanize installed
+    (so the bytes do not depend on it): 3 significant digits and an SI prefix (humanize, MIT licence)."""
+    if count == 0:
+        return "0.00 T"
+    exponent = math.floor(math.log10(abs(count)))
+    value = count / 10 ** (exponent // 3 * 3)
+    digits = max(0, 2 - exponent % 3)
+    if round(abs(value), digits) >= 10 ** (exponent % 3 + 1):   # a rounding carry: 999.6 -> 1.00 k
+        exponent += 1
+        value = count / 10 ** (exponent // 3 * 3)
+        digits = max(0, 2 - exponent % 3)
+    prefix = "kMGTPEZYRQ"[exponent // 3 - 1] if exponent >= 3 else ""
+    return f"{value:.{digits}f} {prefix}T"
 
 
 class DsWriter:
@@ -72,18 +85,19 @@ class DsWriter:
     def write_tokens(self, tokens: Tokens) -> None:
         self.write(tokens.ids, tokens.lengths)
 
-    def add_packed(self, packed: Packed, pad_id: int) -> None:
-        """Each packed sequence padded to seq_len tokens (read it with datatrove seq_len = this - 1)."""
-        width = packed.packing.seq_len
-        ids, mask = packed.padded(pad_id)
-        seq_lengths = np.diff(packed.offsets)
-        chunk_counts = np.diff(packed.packing.seq_offsets)
-        pad = width - seq_lengths
-        # per sequence: its chunks, then the padding as one masked "document" when there is any
-        pieces = np.concatenate([packed.packing.chunk_lengths, pad[pad > 0]])
-        seq_of = np.concatenate([np.repeat(np.arange(len(packed)), chunk_counts), np.flatnonzero(pad > 0)])
-        pieces = pieces[np.argsort(seq_of, kind="stable")]
-        self.write(ids.reshape(-1), pieces, mask.reshape(-1))
+    def add_packed(self, packed: Packed, tokens: Tokens) -> None:
+        """The documents of `packed` whole, from `tokens`, in the order the packing first places them."""
+        docs, first = np.unique(packed.packing.doc, return_index=True)
+        self.add_documents(tokens, docs[np.argsort(first, kind="stable")])
+
+    def add_documents(self, tokens: Tokens, order: np.ndarray) -> None:
+        """Documents `order` of `tokens`, whole, in that order."""
+        lengths = tokens.lengths[order]
+        starts = tokens.offsets[:-1][order]
+        total = int(lengths.sum())
+        out_starts = np.cumsum(lengths) - lengths
+        gather = np.arange(total, dtype=np.int64) + np.repeat(starts - out_starts, lengths)
+        self.write(tokens.ids[gather], lengths)
 
     @property
     def num_tokens(self) -> int:

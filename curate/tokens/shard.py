@@ -45,13 +45,14 @@ def expand_copies(tokens: Tokens, copies: np.ndarray) -> Tokens:
 
 
 def pack_shard(tokens: Tokens, prefix: str, *, vocab_size: int, seq_len: int, method: str = "best_fit",
-               seed: int | None = 0, formats=("megatron",), tokenizer_name: str = "", pad_id: int = 0,
+               seed: int | None = 0, formats=("megatron",), tokenizer_name: str = "",
                layout: str = "chunks") -> dict:
     """Pack documents (specials already added) into sequences of at most `seq_len` and write them.
 
     `method`: best_fit (split documents longer than seq_len, then best-fit-decreasing), concat (cut
     windows), or none (one sequence per document, as Megatron's preprocess_data writes).
-    Files: megatron -> prefix.bin + prefix.idx; datatrove -> prefix.ds (+ .index, .loss, .metadata).
+    Files: megatron -> prefix.bin + prefix.idx; datatrove -> prefix.ds (+ .index, .metadata): whole documents
+    in packing order, no padding (see datatrove_ds.py).
     """
     from .datatrove_ds import DsWriter
     from .megatron import MegatronWriter
@@ -69,8 +70,8 @@ def pack_shard(tokens: Tokens, prefix: str, *, vocab_size: int, seq_len: int, me
             writer.add_documents(tokens) if packed is None else writer.add_packed(packed, layout=layout)
             stats["tokens_written"] = writer.num_tokens
     if "datatrove" in formats:
-        with DsWriter(prefix + ".ds", vocab_size=vocab_size, tokenizer_name=tokenizer_name, save_loss=packed is not None) as ds:
-            ds.write_tokens(tokens) if packed is None else ds.add_packed(packed, pad_id=pad_id)
+        with DsWriter(prefix + ".ds", vocab_size=vocab_size, tokenizer_name=tokenizer_name) as ds:
+            ds.write_tokens(tokens) if packed is None else ds.add_packed(packed, tokens)
             stats["tokens_written"] = ds.num_tokens
     return stats
 
@@ -90,5 +91,5 @@ def write_shard(texts, tokenizer: TextTokenizer, prefix: str, *, fmt: str = "meg
     tokens = Tokens.concat([encode_documents(tokenizer, texts[i:i + batch_docs], eos, bos)
                             for i in range(0, len(texts), batch_docs)])
     stats = pack_shard(tokens, prefix, vocab_size=tokenizer.vocab_size, seq_len=seq_len, method=packing, seed=seed,
-                       formats=(fmt,), tokenizer_name=tokenizer.name, pad_id=eos if eos is not None else 0, layout=layout)
+                       formats=(fmt,), tokenizer_name=tokenizer.name, layout=layout)
     return {**stats, "format": fmt, "packing": packing, "prefix": prefix, "tokenizer": tokenizer.identity()}
