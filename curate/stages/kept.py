@@ -13,8 +13,7 @@ from curate.stages.shard import Output, ShardRef, ShardStage
 class KeptStage(ShardStage):
     """Added by the runner after the last step (before a final one such as `manifest`); not a `use:`."""
 
-    def owned_paths(self) -> list[str]:
-        return [self.run.path("kept"), self.run.state(self.name)]
+    TABLES = ("kept",)
 
     def sink(self, shard: ShardRef) -> ParquetSink:
         with fs.open_input(self.run.docs(shard.source, shard.shard)) as handle:
