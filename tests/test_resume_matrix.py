@@ -15,6 +15,10 @@ import json
 import os
 import random
 import shutil
+import signal
+import subprocess
+import sys
+import time
 from pathlib import Path
 
 import duckdb
@@ -29,7 +33,7 @@ from curate.sample import text as T
 from curate.sample.models import PARAMS
 from curate.sample.topic import topic_page
 
-from conftest import run_cli
+from conftest import env_with, run_cli
 
 STAGES = ["ingest", "minhash", "dedup", "signals", "quality_filter", "quality", "dual_use", "mix", "tokenize", "pack",
           "kept", "manifest"]
@@ -196,14 +200,12 @@ MUTATIONS = {
     "source removed": (_remove_source, ALL - {"ingest"}, []),
     "tokenizer": (_tokenizer_file, AFTER_MIX, ["dual_use"]),
     "mix epochs": (_set("stages.mix.epochs.dclm=0.7"), AFTER_MIX, ["dual_use"]),
-    "mix seed": (_set("stages.mix.seed=3"), AFTER_MIX, ["dual_use"]),
     "pack seq_len": (_set("stages.pack.seq_len=129"), {"pack", "manifest"}, ["kept", "tokenize"]),
     "pack formats": (_set("stages.pack.formats=[megatron]"), {"pack", "manifest"}, ["kept"]),
     "tokenize eos": (_set("stages.tokenize.eos=false"), {"tokenize", "pack", "manifest"}, ["kept", "mix"]),
     "dedup policy": (_set("stages.dedup.policy=all"), ALL - {"ingest", "minhash"}, ["minhash"]),
-    "minhash bands": (_set("stages.minhash.bands=16", "stages.minhash.rows=8"), ALL - {"ingest"}, ["ingest"]),
     "signals option": (_set("stages.signals.langid=true"), {"signals", "quality_filter"} | BEFORE_MIX, ["dedup"]),
-    "batch size": (_set("execution.batch_rows=7"), ALL, []),
+    "batch size": (_set("execution.batch_rows=40"), ALL, []),
     "step removed": (lambda ws: _yaml(ws, "  dual_use: {terms: terms.txt, model: {kind: fasttext, path: models/du.bin, label: flag}}\n", ""),
                      AFTER_MIX, ["quality"]),
 }
@@ -270,4 +272,65 @@ def test_a_resumed_run_equals_a_fresh_run_and_recomputes_only_what_depends_on_th
     assert stages == expected, f"recomputed {sorted(stages)}"
     for phase in untouched:
         assert not any(p == phase or p.startswith(phase + "/") or p.split("/")[0] == phase for p in phases), phase
+    accounting_holds(ws / "run")
+
+
+def _restore(ws: Path, base: Path, monkeypatch) -> None:
+    shutil.rmtree(ws)
+    shutil.copytree(base, ws)
+    monkeypatch.chdir(ws)
+
+
+def _snapshot(root: Path) -> dict:
+    return {str(p.relative_to(root)): (p.stat().st_mtime_ns, p.stat().st_size) for p in root.rglob("*")}
+
+
+def test_a_refused_run_changes_nothing_in_the_run_directory(world, monkeypatch, capsys):
+    ws, base = world
+    _restore(ws, base, monkeypatch)
+    from curate.cli import main
+
+    before = _snapshot(ws / "run")
+    bad = ["--set", "sources.zyda.paths=corpus/zyda/nothing-*.parquet"]
+    assert run_cli("pipeline.yaml", "--output", "run", "--inline", "-q", *bad) == 2
+    assert "no files match" in capsys.readouterr().err
+    assert run_cli("pipeline.yaml", "--output", "run", "--inline", "-q", "--set", "stages.tokenize.tokenizer=/no/such/tokenizer.json") != 0
+    assert _snapshot(ws / "run") == before
+    assert main(["manifest", "verify", "run"]) == 0
+
+
+def test_until_drops_the_later_results_that_no_longer_hold_then_a_full_run_equals_a_fresh_one(world, monkeypatch):
+    ws, base = world
+    _restore(ws, base, monkeypatch)
+    change = ["--set", "stages.quality_filter.where.fwe=int_score >= 4"]
+    assert run_cli("pipeline.yaml", "--output", "run", "--inline", "-q", "--no-report", "--until", "quality", *change) == 0
+    assert not list((ws / "run/kept").rglob("*.parquet")) and not (ws / "run/manifest.json").exists(), "kept/ and the manifest no longer hold"
+    assert not list((ws / "run/dual_use").glob("fwe/*")), "dual_use results of fwe no longer hold"
+    assert list((ws / "run/dual_use").glob("zyda/*")), "the other sources' dual_use results still hold"
+    before = markers(ws / "run")
+    assert run_cli("pipeline.yaml", "--output", "run", "--inline", "-q", "--no-report", *change) == 0
+    stages, _ = recomputed(before, markers(ws / "run"))
+    assert "quality" not in stages and "dual_use" in stages
+    assert run_cli("pipeline.yaml", "--output", "fresh", "--inline", "-q", "--no-report", *change) == 0
+    assert outputs(ws / "run") == outputs(ws / "fresh")
+
+
+def test_kill_9_while_recomputing_after_a_model_change_then_a_rerun_equals_a_fresh_run(world, monkeypatch):
+    ws, base = world
+    _restore(ws, base, monkeypatch)
+    _replace(ws, "q.bin", "models/q.bin")
+    key = ws / "run/_state/quality/model-q.key.json"
+    old = key.read_bytes()
+    cmd = [sys.executable, "-m", "curate", "run", "pipeline.yaml", "--output", "run", "--inline", "-q", "--no-report"]
+    proc = subprocess.Popen(cmd, cwd=ws, env=env_with(), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 120
+    while not (key.exists() and key.read_bytes() != old) and time.monotonic() < deadline:
+        assert proc.poll() is None, "the run ended before it could be killed"
+        time.sleep(0.002)
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait()
+    assert not (ws / "run/summary.json").exists() or (ws / "run/summary.json").stat().st_mtime_ns == (base / "run/summary.json").stat().st_mtime_ns
+    assert run_cli("pipeline.yaml", "--output", "run", "--inline", "-q", "--no-report") == 0
+    assert run_cli("pipeline.yaml", "--output", "fresh", "--inline", "-q", "--no-report") == 0
+    assert outputs(ws / "run") == outputs(ws / "fresh")
     accounting_holds(ws / "run")
