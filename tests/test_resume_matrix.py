@@ -91,11 +91,22 @@ def _tokenizer(path: Path) -> None:
     tok.save(str(path))
 
 
+def _plant_duplicates(ws: Path) -> None:
+    """Copies of FineWeb-Edu texts in a Dolma file and a DCLM-like one: dedup has cross-source clusters for the
+    priority to decide."""
+    texts = pq.read_table(sorted((ws / "corpus/fwe/data/CC-MAIN-2024-10").glob("*.parquet"))[0], columns=["text"]).column("text")
+    src = ws / "corpus/dolma_cc/data/cc_en_head/cc_en_head-0000.json.gz"
+    first = json.loads(gzip.decompress(src.read_bytes()).decode().splitlines()[0])
+    rows = [json.dumps({**first, "id": f"planted-{i}", "text": t}) for i, t in enumerate(texts.to_pylist()[:6])]
+    (src.parent / "cc_en_head-0001.json.gz").write_bytes(gzip.compress(("\n".join(rows) + "\n").encode(), mtime=0))
+
+
 @pytest.fixture(scope="module")
 def world(tmp_path_factory):
     root = tmp_path_factory.mktemp("resume")
     ws, base = root / "ws", root / "base"
     make_sample(ws / "corpus", docs=200, seed=0)
+    _plant_duplicates(ws)
     (ws / "models").mkdir()
     shutil.copy2(ws / "corpus/models/quality_standin.bin", ws / "models/q.bin")
     shutil.copy2(ws / "corpus/models/dual_use_demo.bin", ws / "models/du.bin")
@@ -196,7 +207,7 @@ MUTATIONS = {
     "input file edited in place": (_edit_text, ALL, []),
     "input file added": (_add_file, ALL, []),
     "input file removed": (_remove_file, ALL, []),
-    "priority": (_set("priority=[dclm, fwe, zyda, dolma_cc]"), ALL - {"ingest"}, ["ingest"]),
+    "priority": (_set("priority=[dolma_cc, fwe, dclm, zyda]"), ALL - {"ingest"}, ["ingest"]),
     "source removed": (_remove_source, ALL - {"ingest"}, []),
     "tokenizer": (_tokenizer_file, AFTER_MIX, ["dual_use"]),
     "mix epochs": (_set("stages.mix.epochs.dclm=0.7"), AFTER_MIX, ["dual_use"]),

@@ -26,7 +26,7 @@ log = logging.getLogger("curate")
 
 READABLE = {"version": "curate's code for this stage", "pipeline.priority": "priority", "pipeline.resolved": "the pipeline",
             "reads.models": "model files", "reads.model": "model files", "reads.terms": "term file", "reads.inputs": "input files",
-            "reads.tokenizer": "tokenizer", "reads.rules": "rules (recipe files included)", "reads.source": "source settings",
+            "reads.tokenizer": "tokenizer files", "reads.rules": "rules (recipe files included)", "reads.source": "source settings",
             "reads.id_partitions": "id partitions", "upstream": "results of the steps before it"}
 
 
@@ -91,7 +91,7 @@ def _report(stage: Stage, changed: dict[str, str], gone: list[str], running: boo
     for reason, sources in by_reason.items():
         whom = "every source" if stage.GLOBAL else ", ".join(sources)
         log.info("stage '%s' changed since the last run (%s): %s for %s%s", stage.name, reason, what, whom,
-                 "" if every else f"; kept for {', '.join(s for s in stage.pipeline.sources if s not in changed)}")
+                 "" if every else f"; unchanged for {', '.join(s for s in stage.pipeline.sources if s not in changed)}")
     if gone:
         log.info("stage '%s': removing the results of %s, which the pipeline no longer has", stage.name, ", ".join(gone))
 

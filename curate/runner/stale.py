@@ -21,11 +21,14 @@ log = logging.getLogger("curate")
 def remove_stale(run: RunDir, pipeline, registry) -> None:
     steps = {s.name for s in pipeline.stages} | {"kept"}
     kinds = {s.kind for s in pipeline.stages}
+    gone: set[str] = set()
     for kind in ("_state", "ledger", "_work"):
         for path in fs.glob(run.path(kind, "*")):
             name = _name(path)
             if name not in steps:
-                log.info("removing outputs of stage '%s', which the pipeline no longer has (or has switched off)", name)
+                if name not in gone:
+                    log.info("removing outputs of stage '%s', which the pipeline no longer has (or has switched off)", name)
+                    gone.add(name)
                 fs.remove(path)
     for path in fs.glob(run.path("*", "clusters")):
         owner = path.rstrip("/").rsplit("/", 2)[-2]
