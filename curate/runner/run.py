@@ -186,7 +186,10 @@ def upstream_of(stage, done: dict[str, dict[str, str]], sources) -> dict[str, st
 def settle_later(pipeline: Pipeline, run: RunDir, done: dict[str, dict[str, str]], until: str) -> None:
     """With --until, the steps after it keep only the results that still hold for what ran now: a source
     whose results upstream changed loses its results there (the next run without --until makes them)."""
-    later = build_stages(pipeline, run, None)
+    try:
+        later = build_stages(pipeline, run, None)
+    except ConfigError:  # the whole pipeline cannot run as it is: the next run says so, before any work
+        return
     for stage in later[[s.name for s in later].index(until) + 1:]:
         try:
             tasks = stage.plan()
