@@ -19,7 +19,8 @@ class Stage(ABC):
     - PRODUCES: what it provides to later steps (files in the run directory and a record, see rundir).
     - REMOVES: it writes ledger rows for documents; later steps no longer see them.
     - FINAL: it describes the finished run (after the kept documents are written), so it comes last.
-    - GLOBAL, VERSION, TABLES, PIPELINE_READS: what its fingerprint and resume need (see `fingerprint_parts`).
+    - GLOBAL, VERSION, TABLES, PIPELINE_READS, SOURCE_OPTIONS: what its fingerprint and resume need (see
+      `fingerprint_parts`).
 
     `previous` names the earlier steps that remove documents; `upstream` maps each need (and each use
     that is present) to the step providing it.
@@ -36,6 +37,7 @@ class Stage(ABC):
     VERSION = 1                            # bump when the stage's code changes what it writes: runs recompute it
     TABLES: tuple[str, ...] = ()           # per-source folders it writes: RUN/<table>/<source>/ ("tokens/docs")
     PIPELINE_READS: tuple[str, ...] = ()   # pipeline settings it reads beyond its options, e.g. ("priority",)
+    SOURCE_OPTIONS: tuple[str, ...] = ()   # options keyed by source (and `all`): a source depends on its entries only
 
     def __init__(self, name: str, options: dict, pipeline: Pipeline, run: RunDir, previous: list[str],
                  upstream: dict[str, str]):
@@ -71,7 +73,7 @@ class Stage(ABC):
 
     def options_for(self, source: str) -> dict:
         """The options that concern `source` (see `reads.options_for`); a stage may narrow them further."""
-        return options_for(self.options, source, self.pipeline.sources)
+        return options_for(self.options, source, self.SOURCE_OPTIONS)
 
     def reads(self, tasks: list[Task], source: str | None) -> dict | None:
         """What the stage reads for `source` (None: for every source) beyond options and upstream records,

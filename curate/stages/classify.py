@@ -42,6 +42,7 @@ class ClassifyStage(ShardStage):
     PRODUCES = ("scores",)
     TABLES = ("scores",)
     REMOVES = True
+    SOURCE_OPTIONS = ("keep",)
     COLUMNS = ["id"]
     OPTIONS = {
         "models": Field((dict,), item=Field((dict,), keys=MODEL_OPTIONS), doc="name -> model (the column prefix)"),

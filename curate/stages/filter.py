@@ -32,6 +32,7 @@ ALL = "all"
 class FilterStage(ShardStage):
     USES = ("signals", "scores")
     REMOVES = True
+    SOURCE_OPTIONS = ("recipes", "where")
     OPTIONS = {
         "recipes": Field((dict,), default=dict, item=Field((list,), item=Field((str,))),
                          doc="source name (or 'all') -> recipe names from filters/"),

@@ -53,17 +53,13 @@ def _file(path: str) -> str:
     return _cache[key]
 
 
-def options_for(options: dict, source: str, sources) -> dict:
-    """The part of a stage's options that concerns `source`: an option keyed by source names (and `all`),
-    such as a filter's `where` or a classifier's `keep`, keeps only the entries for `all` and `source`;
-    every other option is kept whole. New options are covered without naming them."""
-    out = {}
-    for key, value in options.items():
-        if isinstance(value, dict) and value and all(k == "all" or k in sources for k in value):
-            out[key] = {k: value[k] for k in ("all", source) if k in value}
-        else:
-            out[key] = value
-    return out
+def options_for(options: dict, source: str, per_source: tuple[str, ...]) -> dict:
+    """The part of a stage's options that concerns `source`: an option keyed by source name (and `all`)
+    that the stage names in `per_source`, such as a filter's `where` or a classifier's `keep`, keeps only
+    the entries for `all` and `source`; every other option is kept whole, so a new option is covered
+    without naming it."""
+    return {key: {k: value[k] for k in ("all", source) if k in value} if key in per_source and isinstance(value, dict) else value
+            for key, value in options.items()}
 
 
 def tokenizer_identity(spec: str):
