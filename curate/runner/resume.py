@@ -55,6 +55,16 @@ def describe_change(before: dict | None, now: dict[str, str]) -> str:
     return ", ".join(words) or "recorded by an older curate"
 
 
+def upstream_of(stage, done: dict[str, dict[str, str]], sources) -> dict[str, str]:
+    """Per source, the fingerprint of what the stage reads from the steps before it: the documents and
+    the ledgers of the steps that remove (its live documents), and the steps providing what it needs or
+    uses (side tables, records); a final step (the manifest) reads every step. A step it does not read
+    (the pack step, for `kept`) can change without recomputing it."""
+    steps = list(done) if stage.FINAL else sorted(set(stage.previous) | set(stage.upstream.values()))
+    body = {s: [(step, done[step].get(s, "")) for step in steps if step in done] for s in sources}
+    return {s: hashlib.sha256(canonical_json(v).encode()).hexdigest() if v else "" for s, v in body.items()}
+
+
 def settle(run: RunDir, stage: Stage, upstream: dict[str, str], tasks, running: bool = True) -> dict[str, str]:
     """Compare the stage's fingerprints with the recorded ones, remove what no longer holds and record the
     new fingerprints (sources whose results are gone are left out when the stage does not run now);

@@ -9,7 +9,6 @@ have been checked: a refused run leaves the directory as it was.
 
 from __future__ import annotations
 
-import hashlib
 import logging
 import os
 import tempfile
@@ -19,7 +18,7 @@ from contextlib import contextmanager
 import yaml
 
 from curate.config.chain import check_removals_before_tokens
-from curate.config.pipeline import Pipeline, canonical_json
+from curate.config.pipeline import Pipeline
 from curate.errors import ConfigError, CurateError
 from curate.io import fs
 from curate.rundir import RunDir, aggregate
@@ -28,7 +27,7 @@ from curate.io.auth import bucket_of, is_auth_failure
 from curate.runner.executor import Placement, describe
 from curate.runner.phaserunner import PhaseRunner
 from curate.runner.progress import Progress
-from curate.runner.resume import settle
+from curate.runner.resume import settle, upstream_of
 from curate.runner.stale import remove_stale
 from curate.runner.summary import render
 from curate.stages import STAGES
@@ -171,16 +170,6 @@ def _run_locked(pipeline, run, stages, first, until, inline, address, workers, p
     if until is None and not rows:
         raise CurateError("the run produced no accounting rows")
     return rows
-
-
-def upstream_of(stage, done: dict[str, dict[str, str]], sources) -> dict[str, str]:
-    """Per source, the fingerprint of what the stage reads from the steps before it: the documents and
-    the ledgers of the steps that remove (its live documents), and the steps providing what it needs or
-    uses (side tables, records); a final step (the manifest) reads every step. A step it does not read
-    (the pack step, for `kept`) can change without recomputing it."""
-    steps = list(done) if stage.FINAL else sorted(set(stage.previous) | set(stage.upstream.values()))
-    body = {s: [(step, done[step].get(s, "")) for step in steps if step in done] for s in sources}
-    return {s: hashlib.sha256(canonical_json(v).encode()).hexdigest() if v else "" for s, v in body.items()}
 
 
 def settle_later(pipeline: Pipeline, run: RunDir, done: dict[str, dict[str, str]], until: str) -> None:
