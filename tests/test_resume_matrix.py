@@ -228,6 +228,9 @@ NARROW = {
     "filter threshold on fwe": {"quality_filter": {"fwe"}, "quality": {"fwe"}, "dual_use": {"fwe"}},
     "classify keep predicate": {"quality": {"zyda"}, "dual_use": {"zyda"}},
     "classify model file replaced": {"quality": {"zyda", "dolma_cc"}, "dual_use": {"zyda", "dolma_cc"}},
+    "input file edited in place": {"ingest": {"zyda"}},
+    "input file added": {"ingest": {"dolma_cc"}},
+    "input file removed": {"ingest": {"dclm"}},
 }
 
 
