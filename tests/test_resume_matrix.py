@@ -33,7 +33,7 @@ from curate.sample import text as T
 from curate.sample.models import PARAMS
 from curate.sample.topic import topic_page
 
-from conftest import env_with, run_cli
+from conftest import env_with, run_cli, tree_digest
 
 STAGES = ["ingest", "minhash", "dedup", "signals", "quality_filter", "quality", "dual_use", "mix", "tokenize", "pack",
           "kept", "manifest"]
@@ -201,7 +201,7 @@ MUTATIONS = {
     "dual_use threshold": (_set("stages.dual_use.threshold=0.95"), {"dual_use"} | AFTER_MIX,
                            ["dual_use/scan", "dual_use/classifier"]),
     "dual_use switched off": (_set("stages.dual_use.enabled=false"), AFTER_MIX, []),
-    "filter recipe file edited in place": (lambda ws: _yaml_file(ws, "filters/mini.yaml", ">= 20", ">= 40"),
+    "filter recipe file edited in place": (lambda ws: _yaml_file(ws, "filters/mini.yaml", ">= 20", ">= 150"),
                                            {"quality_filter"} | BEFORE_MIX, ["signals"]),
     "classify switched off": (_set("stages.quality.enabled=false"), {"dual_use"} | AFTER_MIX, ["quality_filter"]),
     "filter switched off": (_set("stages.quality_filter.enabled=false"), BEFORE_MIX, ["signals"]),
@@ -223,6 +223,11 @@ MUTATIONS = {
 }
 
 
+# mutations whose new decisions differ from the base run's (so that a stale result could not pass)
+CHANGES_DECISIONS = {"filter threshold on fwe", "classify keep predicate", "classify model file replaced", "dual_use model file replaced",
+                     "dual_use term file edited", "filter recipe file edited in place", "priority", "source removed", "tokenizer",
+                     "input file edited in place", "input file added", "input file removed", "dedup policy", "mix epochs"}
+
 # the sources a stage may recompute for (per-source fingerprints), where a mutation concerns only some
 NARROW = {
     "filter threshold on fwe": {"quality_filter": {"fwe"}, "quality": {"fwe"}, "dual_use": {"fwe"}},
@@ -239,7 +244,7 @@ def _yaml_file(ws: Path, name: str, old: str, new: str) -> list:
     st = path.stat()
     text = path.read_text()
     path.write_text(text.replace(old, new))
-    os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns))  # same size and time: only the content changed
+    os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns))  # the same modification time: only the content tells
     return []
 
 
@@ -293,6 +298,9 @@ def test_a_resumed_run_equals_a_fresh_run_and_recomputes_only_what_depends_on_th
     stages, phases = recomputed(before, markers(ws / "run"))
     assert run_cli("pipeline.yaml", "--output", "fresh", "--inline", "-q", "--no-report", *overrides) == 0
     assert outputs(ws / "run") == outputs(ws / "fresh")
+    if name in CHANGES_DECISIONS:
+        decisions = ("kept", "ledger", "scores", "dual_use", "quarantine", "tokens")
+        assert tree_digest(ws / "run", decisions) != tree_digest(base / "run", decisions), "the mutation must change a decision"
     assert stages == expected, f"recomputed {sorted(stages)}"
     for phase in untouched:
         assert not any(p.startswith(phase + "/") for p in phases), phase
