@@ -25,8 +25,7 @@ from curate.stages.base import Stage
 log = logging.getLogger("curate")
 
 READABLE = {"version": "curate's code for this stage", "pipeline.priority": "priority", "pipeline.resolved": "the pipeline",
-            "reads.models": "model files", "reads.model": "model files", "reads.terms": "term file", "reads.inputs": "input files",
-            "reads.tokenizer": "tokenizer files", "reads.rules": "rules (recipe files included)", "reads.source": "source settings",
+            "reads.inputs": "input files", "reads.rules": "rules (recipe files included)", "reads.source": "source settings",
             "reads.id_partitions": "id partitions", "upstream": "results of the steps before it"}
 
 

@@ -94,7 +94,7 @@ class ClassifyStage(ShardStage):
     def reads(self, tasks, source):
         """The files of the models that score this source, by content: a model retrained to the same path
         re-decides (its scores are a keyed phase, recomputed by the same change)."""
-        return {"models": {n: m.fingerprint() for n, m in self.models().items() if m.applies_to(source)}}
+        return {f"model {n} ({m.spec.path})": m.fingerprint() for n, m in self.models().items() if m.applies_to(source)}
 
     @property
     def cascade(self) -> list[tuple[str, str | None]]:

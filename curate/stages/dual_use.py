@@ -87,7 +87,8 @@ class DualUseStage(ShardStage):
         """The term file and the classifier's files, by content: either replaced at the same path re-decides
         (the scan and the scores are keyed phases, recomputed by the same change)."""
         model = self.model()
-        return {"terms": file_identity(self.terms_path()), "model": model.fingerprint() if model else None}
+        return {f"term file {self.options['terms']}": file_identity(self.terms_path()),
+                **({f"model {model.spec.path}": model.fingerprint()} if model else {})}
 
     def execute(self, tasks, run_phase) -> None:
         blocklist = Blocklist.from_file(self.terms_path())

@@ -67,7 +67,7 @@ class MixStage(ShardStage):
 
     def reads(self, tasks, source):
         """It measures tokens with the tokenize step's tokenizer: a new tokenizer re-plans the mixture."""
-        return {"tokenizer": tokenizer_identity(self.tokenizer_spec())}
+        return {f"tokenizer {self.tokenizer_spec()}": tokenizer_identity(self.tokenizer_spec())}
 
     @classmethod
     def validate_options(cls, options, sources, file, key):

@@ -44,7 +44,7 @@ class TokenizeStage(ShardStage):
         return Resources.from_options(self.options["resources"], actor=True)
 
     def reads(self, tasks, source):
-        return {"tokenizer": tokenizer_identity(self.options["tokenizer"])}
+        return {f"tokenizer {self.options['tokenizer']}": tokenizer_identity(self.options["tokenizer"])}
 
     def load_tokenizer(self):
         from curate.tokens.tokenizer import load_tokenizer
