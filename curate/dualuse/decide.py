@@ -67,15 +67,15 @@ def decide(live: pa.Table, scan: pa.Table, scores: pa.Table | None, escalate_at:
     ids = live.column("id").combine_chunks()
     hits = _at(ids, scan, "blocklist_hits", 0)
     terms = _at(ids, scan, "blocklist_terms", None)
-    escalated = pc.greater_equal(hits, escalate_at).to_numpy(zero_copy_only=False)
+    escalated = pc.greater_equal(hits, escalate_at).to_numpy(zero_copy_only=False).astype(bool)  # bool even when empty
     if scores is None:  # no classifier: the blocklist decides
         score, error = pa.nulls(len(ids), pa.float64()), np.zeros(len(ids), bool)
         flagged = escalated
         by = np.where(escalated, "blocklist", "blocklist")
     else:
         score = _at(ids, scores, "classifier_score", None)
-        error = _at(ids, scores, "error", False).to_numpy(zero_copy_only=False) & escalated
-        above = pc.fill_null(pc.greater(score, threshold), False).to_numpy(zero_copy_only=False)
+        error = _at(ids, scores, "error", False).to_numpy(zero_copy_only=False).astype(bool) & escalated
+        above = pc.fill_null(pc.greater(score, threshold), False).to_numpy(zero_copy_only=False).astype(bool)
         flagged = escalated & ((error & fail_closed) | above)
         by = np.where(~escalated, "blocklist", np.where(error, "error", "classifier"))
         score = pc.if_else(pa.array(escalated), score, pa.scalar(None, pa.float64()))

@@ -3,14 +3,22 @@
 from __future__ import annotations
 
 import functools
+import os
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
 
-@functools.cache
 def load_fasttext(path: str):
+    """One load per worker process and file: a model retrained to the same path is loaded again (workers of a
+    long-lived cluster, and inline runs, outlive a run)."""
+    st = os.stat(path)
+    return _load_fasttext(path, st.st_size, st.st_mtime_ns, st.st_ino)
+
+
+@functools.lru_cache(maxsize=16)
+def _load_fasttext(path: str, size: int, mtime_ns: int, inode: int):
     import fasttext
 
     fasttext.FastText.eprint = lambda *args, **kwargs: None

@@ -8,10 +8,10 @@ RUN/ledger/<stage>/<source>/<shard>.parquet
 RUN/<stage>/clusters/<source>/...         a dedup step's clusters (id, source, cluster, kept)
 RUN/_work/<stage>/...                     a stage's intermediate files (band keys, graph rounds, scans, scores)
 RUN/tokens/docs/<source>/<shard>.parquet  token ids per document; RUN/tokens/<source>.bin/.idx (.ds)
-RUN/_state/<stage>/stage.json             fingerprint and completion of the stage
+RUN/_state/<stage>/stage.json             per source: the fingerprint and its named parts; completion
 RUN/_state/<stage>/record.json            what the stage publishes for later steps (records.py)
 RUN/_state/<stage>/<phase>/<task>.json    completion marker and counts of one task
-RUN/_state/<stage>/<phase>.key.json       what a keyed phase's results depend on
+RUN/_state/<stage>/<phase>.key.json       per source: what a keyed phase's results depend on
 ```
 The accounting phase of every stage is named `shards`; its task markers carry the per-shard counts.
 """
@@ -111,6 +111,10 @@ class RunDir:
 
     def stage_file(self, stage: str) -> str:
         return self.path("_state", stage, "stage.json")
+
+    def source_fingerprint(self, stage: str, source: str) -> str | None:
+        """The fingerprint of a source's results after `stage` (see `curate.runner.resume`)."""
+        return ((self.read_json(self.stage_file(stage)) or {}).get("sources") or {}).get(source, {}).get("fingerprint")
 
     def phase_key(self, stage: str, phase: str) -> str:
         """What a keyed phase's results were computed from (see `Phase.key`)."""

@@ -29,14 +29,15 @@ class PhaseRunner:
         self.compute: dict[str, float] = {}  # task seconds of each stage, every phase, resumed tasks included
         self.compile: dict[str, float] = {}  # seconds this run spent compiling (or loading) each stage's kernels
 
-    def for_stage(self, stage: str, upstream: str):
-        """The `run_phase` a stage executes with; `upstream` is the fingerprint of everything before it."""
+    def for_stage(self, stage: str, upstream: dict[str, str]):
+        """The `run_phase` a stage executes with; `upstream` is, per source, the fingerprint of its results
+        before this stage."""
         return lambda phase: self.run(stage, phase, upstream)
 
-    def run(self, stage: str, phase: Phase, upstream: str = "") -> list[dict]:
+    def run(self, stage: str, phase: Phase, upstream: dict[str, str] | None = None) -> list[dict]:
         """Run the phase's tasks that have no marker; return every task's counts in plan order."""
         if phase.key is not None:
-            self._check_key(stage, phase, hashlib.sha256(f"{upstream}\x00{phase.key}".encode()).hexdigest())
+            self._check_keys(stage, phase, upstream or {})
         markers = [self.rundir.marker(stage, phase.name, t.key) for t in phase.tasks]
         present = fs.files_under(self.rundir.state(stage, phase.name))  # one listing, not a request per task
         done = {i for i, m in enumerate(markers) if m in present}
@@ -84,18 +85,44 @@ class PhaseRunner:
             self.compile[stage] = self.compile.get(stage, 0.0) + seconds
             log.info("[%s] kernels ready in %.1fs", stage, seconds)
 
-    def _check_key(self, stage: str, phase: Phase, key: str) -> None:
-        """Discard a keyed phase's markers and outputs when what they depend on changed."""
+    def _check_keys(self, stage: str, phase: Phase, upstream: dict[str, str]) -> None:
+        """Per source, discard a keyed phase's markers and outputs when what they depend on changed."""
         path = self.rundir.phase_key(stage, phase.name)
-        recorded = (self.rundir.read_json(path) or {}).get("key")
-        if recorded == key:
+        keys = phase_keys(phase, upstream)
+        recorded = (self.rundir.read_json(path) or {}).get("keys") or {}
+        stale = sorted(s for s in set(keys) | set(recorded) if keys.get(s) != recorded.get(s))
+        if not stale:
             return
-        if recorded is not None:
-            log.info("stage '%s': phase '%s' changed since the last run: recomputing it", stage, phase.label)
-        for output in (self.rundir.state(stage, phase.name), *phase.outputs):
-            fs.remove(output)
-        self.rundir.write_json(path, {"key": key})
+        if again := [s for s in stale if s in recorded]:
+            log.info("stage '%s': phase '%s' changed since the last run: recomputing it for %s", stage, phase.label,
+                     ", ".join(again))
+        for source in stale:
+            remove_source(self.rundir.state(stage, phase.name), source)
+            for output in phase.outputs:
+                remove_source(output, source)
+        self.rundir.write_json(path, {"keys": keys})
 
     def close(self) -> None:
         if self.executor is not None:
             self.executor.close()
+
+
+def phase_keys(phase: Phase, upstream: dict[str, str]) -> dict[str, str]:
+    """Per source of the phase's tasks ("" for tasks of no source), what its results depend on: the
+    phase's key and the source's upstream fingerprint (a per-source key of None depends on neither)."""
+    out = {}
+    for source in sorted({t.source or "" for t in phase.tasks}):
+        key = phase.key.get(source) if isinstance(phase.key, dict) else phase.key
+        out[source] = "independent" if key is None else \
+            hashlib.sha256(f"{upstream.get(source, '')}\x00{key}".encode()).hexdigest()
+    return out
+
+
+def remove_source(folder: str, source: str) -> None:
+    """A source's part of a folder laid out by source: `<folder>/<source>/` and `<folder>/<source>.json`
+    (the whole folder for tasks of no source)."""
+    if not source:
+        fs.remove(folder)
+        return
+    fs.remove(fs.join(folder, source))
+    fs.remove(fs.join(folder, f"{source}.json"))

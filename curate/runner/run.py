@@ -1,8 +1,10 @@
 """Run a pipeline: plan each stage, skip finished tasks, run the rest, check the accounting, report.
 
-Each stage's fingerprint covers its options, its planned inputs and everything upstream; when it
-changes (a threshold edited, inputs added), that stage's outputs are discarded and recomputed, and the
-stages after it follow. A stage the pipeline no longer has is removed from the run directory.
+Each stage's results are fingerprinted per source (`resume.py`): its options, what it reads (file
+contents included) and the results before it; what changed is recomputed, for the sources it changed
+for, and the stages after it follow. Outputs of steps the pipeline no longer has are removed
+(`stale.py`). Nothing in the run directory changes before the pipeline, its files and its inputs
+have been checked: a refused run leaves the directory as it was.
 """
 
 from __future__ import annotations
@@ -25,9 +27,12 @@ from curate.io.auth import bucket_of, is_auth_failure
 from curate.runner.executor import Placement, describe
 from curate.runner.phaserunner import PhaseRunner
 from curate.runner.progress import Progress
+from curate.runner.resume import settle, upstream_of
+from curate.runner.stale import remove_stale
 from curate.runner.summary import dedup_flags, render
 from curate.stages import STAGES
 from curate.stages.kept import KeptStage
+from curate.stages.reads import clear_cache
 
 log = logging.getLogger("curate")
 
@@ -100,15 +105,6 @@ def _option_paths(options, prefix: str):
                 yield from _option_paths(value, name + ".")
 
 
-def _remove_stale(run: RunDir, keep: set[str]) -> None:
-    for kind in ("_state", "ledger", "_work"):
-        for path in fs.glob(run.path(kind, "*")):
-            name = path.rstrip("/").rsplit("/", 1)[-1]
-            if name not in keep:
-                log.info("removing outputs of stage '%s', which the pipeline no longer has", name)
-                fs.remove(path)
-
-
 def run_pipeline(pipeline: Pipeline, output: str, until: str | None = None, inline: bool = False,
                  address: str | None = None, workers: int | None = None, progress: Progress | None = None) -> list[dict]:
     """Run (or resume) `pipeline` into `output`; returns the summary rows."""
@@ -118,14 +114,16 @@ def run_pipeline(pipeline: Pipeline, output: str, until: str | None = None, inli
     progress = progress or Progress()
     with storage_errors("sample.dir", (pipeline.sample or {}).get("dir", "")):
         ensure_sample(pipeline)
+    clear_cache()
     stages = build_stages(pipeline, run, until)
     for stage in stages:
         stage.preflight()
+    first = stages[0].plan()  # expands every source's globs: a glob that matches nothing stops here, before any write
     lock = RunLock(run)
     with storage_errors("--output", run.root):  # the first write: an unreachable store or bucket says so here
         lock.acquire()
     try:
-        return _run_locked(pipeline, run, stages, until, inline, address, workers, progress)
+        return _run_locked(pipeline, run, stages, first, until, inline, address, workers, progress)
     finally:
         lock.release()
 
@@ -145,29 +143,26 @@ def storage_errors(what: str, path: str):
         raise CurateError(f"{what} {path}: cannot be read or written: {describe(exc)}") from None
 
 
-def _run_locked(pipeline, run, stages, until, inline, address, workers, progress) -> list[dict]:
+def _run_locked(pipeline, run, stages, first, until, inline, address, workers, progress) -> list[dict]:
     if removed := fs.remove_temporaries(run.root):
         log.info("removed %d temporary files that an interrupted run left behind", removed)
-    _remove_stale(run, {s.name for s in pipeline.stages} | {"kept"})
+    remove_stale(run, pipeline, STAGES)
     fs.write_bytes(run.pipeline_file, (f"# resolved from {pipeline.file}; pipeline hash {pipeline.hash()}\n"
                                        + yaml.safe_dump(pipeline.resolved, sort_keys=False)).encode())
     ex = pipeline.execution
     runner = PhaseRunner(run, progress, inline, address, workers or ex["workers"], ex["retries"], ex["task_memory_mb"],
                          placement(pipeline, run))
     try:
-        upstream = ""
-        for stage in stages:
-            tasks = stage.plan()
-            fingerprint = stage.fingerprint(upstream, tasks)
-            recorded = run.read_json(run.stage_file(stage.name)) or {}
-            if recorded.get("fingerprint") not in (None, fingerprint):
-                log.info("stage '%s' changed since the last run: recomputing it", stage.name)
-                for path in stage.owned_paths():
-                    fs.remove(path)
-            run.write_json(run.stage_file(stage.name), {"fingerprint": fingerprint, "complete": False})
+        done: dict[str, dict[str, str]] = {}
+        for i, stage in enumerate(stages):
+            tasks = first if i == 0 else stage.plan()
+            upstream = upstream_of(stage, done, pipeline.sources)
+            done[stage.name] = settle(run, stage, upstream, tasks)
             stage.execute(tasks, runner.for_stage(stage.name, upstream))
-            run.write_json(run.stage_file(stage.name), {"fingerprint": fingerprint, "complete": True})
-            upstream = fingerprint
+            state = run.read_json(run.stage_file(stage.name))
+            run.write_json(run.stage_file(stage.name), {**state, "complete": True})
+        if until is not None:
+            settle_later(pipeline, run, done, until)
     finally:
         runner.close()
     rows = dedup_flags(run, aggregate([(s.name, run.markers(s.name)) for s in stages], pipeline.priority, runner.wall, runner.compute,
@@ -176,6 +171,24 @@ def _run_locked(pipeline, run, stages, until, inline, address, workers, progress
     if until is None and not rows:
         raise CurateError("the run produced no accounting rows")
     return rows
+
+
+def settle_later(pipeline: Pipeline, run: RunDir, done: dict[str, dict[str, str]], until: str) -> None:
+    """With --until, the steps after it keep only the results that still hold for what ran now: a source
+    whose results upstream changed loses its results there (the next run without --until makes them)."""
+    try:
+        later = build_stages(pipeline, run, None)
+    except ConfigError:  # the whole pipeline cannot run as it is: the next run says so, before any work
+        return
+    for stage in later[[s.name for s in later].index(until) + 1:]:
+        try:
+            tasks = stage.plan()
+        except (OSError, CurateError):  # what it plans from is not there: nothing of it can hold
+            for path in stage.owned_paths():
+                fs.remove(path)
+            done[stage.name] = dict.fromkeys(pipeline.sources, "not planned")
+            continue
+        done[stage.name] = settle(run, stage, upstream_of(stage, done, pipeline.sources), tasks, running=False)
 
 
 __all__ = ["run_pipeline", "render"]

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import hashlib
 from abc import ABC, abstractmethod
 
-from curate.config.pipeline import Pipeline, canonical_json
+from curate.config.pipeline import Pipeline
 from curate.config.schema import Field
 from curate.rundir import RunDir
 from curate.stages.phase import PhaseRunner, Task
+from curate.stages.reads import options_for
 
 
 class Stage(ABC):
@@ -19,6 +19,8 @@ class Stage(ABC):
     - PRODUCES: what it provides to later steps (files in the run directory and a record, see rundir).
     - REMOVES: it writes ledger rows for documents; later steps no longer see them.
     - FINAL: it describes the finished run (after the kept documents are written), so it comes last.
+    - GLOBAL, VERSION, TABLES, PIPELINE_READS, SOURCE_OPTIONS: what its fingerprint and resume need (see
+      `fingerprint_parts`).
 
     `previous` names the earlier steps that remove documents; `upstream` maps each need (and each use
     that is present) to the step providing it.
@@ -32,6 +34,11 @@ class Stage(ABC):
     REMOVES = False
     FINAL = False
     KERNELS: tuple[str, ...] = ()   # numba kernels its accounting tasks call (runner/kernels.py)
+    GLOBAL = False                         # each source's results depend on every source (dedup, mix, manifest)
+    VERSION = 1                            # bump when the stage's code changes what it writes: runs recompute it
+    TABLES: tuple[str, ...] = ()           # per-source folders it writes: RUN/<table>/<source>/ ("tokens/docs")
+    PIPELINE_READS: tuple[str, ...] = ()   # pipeline settings it reads beyond its options, e.g. ("priority",)
+    SOURCE_OPTIONS: tuple[str, ...] = ()   # options keyed by source (and `all`): a source depends on its entries only
 
     def __init__(self, name: str, options: dict, pipeline: Pipeline, run: RunDir, previous: list[str],
                  upstream: dict[str, str]):
@@ -50,18 +57,43 @@ class Stage(ABC):
         """The numba kernels this stage's accounting tasks call, compiled before them (and timed apart)."""
         return self.KERNELS
 
-    def fingerprint(self, upstream: str, tasks: list[Task]) -> str:
-        """Changes whenever this stage's results could change: options, upstream results, planned inputs."""
-        body = canonical_json({"kind": self.KIND, "options": self.options, "upstream": upstream,
-                               "extra": self.fingerprint_extra(tasks)})
-        return hashlib.sha256(body.encode()).hexdigest()
+    def fingerprint_parts(self, upstream: dict[str, str], tasks: list[Task]) -> dict[str, dict[str, object]]:
+        """Per source, everything this stage's results for that source depend on, by name: its code version,
+        its options (only those that concern the source), the batch size, the pipeline settings it reads
+        (`PIPELINE_READS`), what else it reads (`reads`: file contents, a tokenizer, planned inputs) and the
+        fingerprint of the source's results upstream. A `GLOBAL` stage depends on every source's upstream,
+        so a change anywhere recomputes all of it. The runner hashes each part, so it can say which changed."""
+        sources = list(self.pipeline.sources)
+        common = {"version": f"{self.KIND}/{self.VERSION}", "execution.batch_rows": self.pipeline.execution["batch_rows"]}
+        for name in self.PIPELINE_READS:
+            common[f"pipeline.{name}"] = getattr(self.pipeline, name)
+        if self.GLOBAL:
+            parts = {**common, **{f"options.{k}": v for k, v in self.options.items()},
+                     **{f"reads.{k}": v for k, v in (self.reads(tasks, None) or {}).items()},
+                     **{f"upstream.{s}": upstream.get(s, "") for s in sources}}
+            return dict.fromkeys(sources, parts)
+        return {s: {**common, **{f"options.{k}": v for k, v in self.options_for(s).items()},
+                    **{f"reads.{k}": v for k, v in (self.reads(tasks, s) or {}).items()},
+                    "upstream": upstream.get(s, "")} for s in sources}
 
-    def fingerprint_extra(self, tasks: list[Task]):
+    def options_for(self, source: str) -> dict:
+        """The options that concern `source` (see `reads.options_for`); a stage may narrow them further."""
+        return options_for(self.options, source, self.SOURCE_OPTIONS)
+
+    def reads(self, tasks: list[Task], source: str | None) -> dict | None:
+        """What the stage reads for `source` (None: for every source) beyond options and upstream records,
+        by name: file identities, a tokenizer, planned inputs."""
         return None
 
     def owned_paths(self) -> list[str]:
-        """Everything this stage writes, removed when its fingerprint changes."""
-        return [self.run.path("ledger", self.name), self.run.state(self.name)]
+        """Everything this stage writes, removed when a GLOBAL stage changes."""
+        return [self.run.path("ledger", self.name), self.run.state(self.name), self.run.work(self.name),
+                *(self.run.path(*t.split("/")) for t in self.TABLES)]
+
+    def source_outputs(self, source: str) -> list[str]:
+        """What this stage wrote for one source, removed when that source's fingerprint changes (the markers
+        of its unkeyed phases are removed by the runner)."""
+        return [self.run.path("ledger", self.name, source), *(self.run.path(*t.split("/"), source) for t in self.TABLES)]
 
     @abstractmethod
     def plan(self) -> list[Task]:

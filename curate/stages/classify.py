@@ -41,7 +41,9 @@ STEP_OPTIONS = {"model": Field((str,)), "decides": Field((str,), default=None, n
 @stage("classify")
 class ClassifyStage(ShardStage):
     PRODUCES = ("scores",)
+    TABLES = ("scores",)
     REMOVES = True
+    SOURCE_OPTIONS = ("keep",)
     COLUMNS = ["id"]
     OPTIONS = {
         "models": Field((dict,), item=Field((dict,), keys=MODEL_OPTIONS), doc="name -> model (the column prefix)"),
@@ -84,8 +86,16 @@ class ClassifyStage(ShardStage):
         for choice in self.models().values():
             choice.check()
 
-    def owned_paths(self) -> list[str]:  # the per-model scores are keyed phases: they survive a new `keep`
-        return [self.run.path("ledger", self.name), self.run.state(self.name, "shards"), self.run.path("scores")]
+    def options_for(self, source: str) -> dict:
+        """Only the models that score this source concern it (and `keep` for it)."""
+        models = self.models()
+        return {**super().options_for(source),
+                "models": {n: m for n, m in self.options["models"].items() if models[n].applies_to(source)}}
+
+    def reads(self, tasks, source):
+        """The files of the models that score this source, by content: a model retrained to the same path
+        re-decides (its scores are a keyed phase, recomputed by the same change)."""
+        return {f"model {n} ({m.spec.path})": m.fingerprint() for n, m in self.models().items() if m.applies_to(source)}
 
     @property
     def cascade(self) -> list[tuple[str, str | None]]:
@@ -98,7 +108,8 @@ class ClassifyStage(ShardStage):
         for name in order:
             choice = models[name]
             before = cascade[: [n for n, _ in cascade].index(name)] if name in dict(cascade) and not self.options["audit"] else []
-            key = canonical_json({"model": choice.fingerprint(), "before": before, "audit": self.options["audit"]})
+            common = canonical_json({"model": choice.fingerprint(), "before": before, "audit": self.options["audit"]})
+            key = {s: common if choice.applies_to(s) else None for s in self.pipeline.sources}  # None: nothing to score
             results = run_phase(Phase(f"model-{name}", tasks, partial(self.score_shard, name, before), partial(self.load, name),
                                       choice.resources, key=key, outputs=(self.model_dir(name),)))
             costs[name] = choice.cost(results)

@@ -152,9 +152,11 @@ class ClusterStage(ShardStage):
     COLUMNS = ["id"]
     ROW_NUMBERS = True
     REASON = ""
+    GLOBAL = True                   # a cluster spans sources; who is kept follows the priority
+    PIPELINE_READS = ("priority",)
 
     def owned_paths(self) -> list[str]:
-        return [self.run.work(self.name), self.run.path(self.name, "clusters"), *super().owned_paths()]
+        return [self.run.path(self.name, "clusters"), *super().owned_paths()]
 
     def graph_root(self) -> str:
         return self.run.work(self.name, "graph")

@@ -31,6 +31,7 @@ from curate.rundir import DualUseRecord
 from curate.rundir.tables import DocumentSchema, SourceSink
 from curate.stages.model_choice import MODEL_OPTIONS, model_choice
 from curate.stages.phase import Phase
+from curate.stages.reads import file_identity
 from curate.stages.registry import stage
 from curate.stages.resources import Resources
 from curate.stages.shard import Output, ShardRef, ShardStage
@@ -44,6 +45,7 @@ MODEL = {k: v for k, v in MODEL_OPTIONS.items() if k not in ("sources", "standin
 @stage("dual_use")
 class DualUseStage(ShardStage):
     PRODUCES = ("dual_use",)
+    TABLES = ("dual_use", "quarantine")
     REMOVES = True
     OPTIONS = {
         "terms": Field((str,), default="demo", doc="term file (one per line, # comments); 'demo': the shipped stand-in list"),
@@ -89,9 +91,12 @@ class DualUseStage(ShardStage):
                               f"{model.spec.path} has {len(labels)} labels ({shown}): name the one that flags, "
                               f"e.g. `model: {{path: {model.spec.path}, label: {labels[-1]}}}`")
 
-    def owned_paths(self) -> list[str]:  # scans and scores are keyed phases: they survive a new threshold
-        return [self.run.path("ledger", self.name), self.run.state(self.name, "shards"),
-                self.run.path("dual_use"), self.run.path("quarantine")]
+    def reads(self, tasks, source):
+        """The term file and the classifier's files, by content: either replaced at the same path re-decides
+        (the scan and the scores are keyed phases, recomputed by the same change)."""
+        model = self.model()
+        return {f"term file {self.options['terms']}": file_identity(self.terms_path()),
+                **({f"model {model.spec.path}": model.fingerprint()} if model else {})}
 
     def execute(self, tasks, run_phase) -> None:
         blocklist = Blocklist.from_file(self.terms_path())
@@ -103,11 +108,21 @@ class DualUseStage(ShardStage):
             for stale in fs.glob(self.run.work(self.name, "classifier", "*")):
                 if stale.rstrip("/") != cache.rstrip("/"):
                     fs.remove(stale)  # scores of another model
+            self.forget_changed_texts(cache)
             key = canonical_json({"model": model.fingerprint(), "terms": blocklist.fingerprint, "escalate_at": self.options["escalate_at"]})
             scored = run_phase(Phase("classifier", tasks, self.classify, self.load, model.resources, key=key))
         self.run.publish(self.name, DualUseRecord(self.funnel_costs(scan, scored)))
         self.documents = DocumentSchema.of_docs(self.run, [(t.payload.source, t.payload.shard) for t in tasks])
         super().execute(tasks, run_phase)
+
+    def forget_changed_texts(self, cache: str) -> None:
+        """Cached scores are by id: a source whose documents were read again (an input edited) loses them."""
+        for source in self.pipeline.sources:
+            texts = self.run.source_fingerprint(self.upstream["docs"], source)
+            marker = fs.join(cache, source, "texts.json")
+            if (self.run.read_json(marker) or {}).get("docs") != texts:
+                fs.remove(fs.join(cache, source))
+                self.run.write_json(marker, {"docs": texts})
 
     def cache_dir(self) -> str:
         digest = hashlib.sha256(canonical_json(self.model().fingerprint()).encode()).hexdigest()[:16]

@@ -61,6 +61,7 @@ def detail_sql(rules: list[Rule], columns: list[str]) -> tuple[str, str]:
 class FilterStage(ShardStage):
     USES = ("signals", "scores")
     REMOVES = True
+    SOURCE_OPTIONS = ("recipes", "where")
     OPTIONS = {
         "recipes": Field((dict,), default=dict, item=Field((list,), item=Field((str,))),
                          doc="source name (or 'all') -> recipe names from filters/"),
@@ -89,8 +90,9 @@ class FilterStage(ShardStage):
                 out.append(Rule(f"where:{self.options['where'][who]}", self.options["where"][who]))
         return out
 
-    def fingerprint_extra(self, tasks):
-        return {s: [(r.name, r.predicate) for r in self.rules(s)] for s in self.pipeline.sources}
+    def reads(self, tasks, source):
+        """The rules themselves, recipes included: a recipe file edited in place re-decides."""
+        return {"rules": [(r.name, r.predicate) for r in self.rules(source)]}
 
     def setup(self) -> None:
         self.rules_of = {source: self.rules(source) for source in self.pipeline.sources}

@@ -38,6 +38,7 @@ from curate.stages.registry import stage
 @stage("ingest")
 class IngestStage(Stage):
     PRODUCES = ("docs",)
+    TABLES = ("docs",)
 
     def plan(self) -> list[Task[ReadTask]]:
         tasks = []
@@ -116,15 +117,18 @@ class IngestStage(Stage):
         return [ReadTask(source.name, f.path, f.relative, f"{index:06d}-{part:04d}", f.size, groups, first, version=version)
                 for part, (groups, first) in enumerate(ranges)]
 
-    def fingerprint_extra(self, tasks: list[Task[ReadTask]]):
-        """Sources, batch size, and every input's path, size and version (modification time, ETag, or its
-        content hash with `execution.fingerprint: content`): a file edited in place is read again."""
-        return {"sources": {n: s.__dict__ for n, s in self.pipeline.sources.items()},
-                "batch_rows": self.pipeline.execution["batch_rows"],
-                "inputs": [(t.payload.path, t.payload.size, t.payload.version, t.shard) for t in tasks]}
+    def reads(self, tasks: list[Task[ReadTask]], source: str | None):
+        """The source's settings and every input's path, size and version (modification time, ETag, or its
+        content hash with `execution.fingerprint: content`): a file edited in place is read again. The
+        number of id partitions depends on every source's size, and the bad-record limit on the run."""
+        return {"source": self.pipeline.sources[source].__dict__,
+                "inputs": [(t.payload.path, t.payload.size, t.payload.version, t.shard) for t in tasks if t.source == source],
+                "id_partitions": id_partitions(sum(t.payload.size for t in tasks)),
+                "max_bad_fraction": self.pipeline.execution["max_bad_fraction"]}
 
-    def owned_paths(self) -> list[str]:
-        return [self.run.path("docs"), *super().owned_paths()]
+    def source_outputs(self, source: str) -> list[str]:
+        return [*super().source_outputs(source), self.run.work(self.name, "duplicates", source),
+                *fs.glob(self.run.work(self.name, "ids", "p=*", source))]
 
     def read(self, partitions: int, order: dict, rt: ReadTask) -> dict:
         """Read one file (or row-group range) into its docs shard; bad records go to the ledger, ids to

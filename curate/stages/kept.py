@@ -16,8 +16,7 @@ from curate.stages.shard import Output, ShardRef, ShardStage
 class KeptStage(ShardStage):
     """Added by the runner after the last step (before a final one such as `manifest`); not a `use:`."""
 
-    def owned_paths(self) -> list[str]:
-        return [self.run.path("kept"), self.run.state(self.name)]
+    TABLES = ("kept",)
 
     def execute(self, tasks, run_phase) -> None:
         self.documents = DocumentSchema.of_docs(self.run, [(t.payload.source, t.payload.shard) for t in tasks])

@@ -27,6 +27,8 @@ class ManifestStage(Stage):
     NEEDS = ("tokens", "packed")
     USES = ("mix",)
     FINAL = True
+    GLOBAL = True
+    PIPELINE_READS = ("resolved",)  # it writes the resolved pipeline and hashes pipeline.yaml
 
     def owned_paths(self) -> list[str]:
         return [self.run.manifest_file, *super().owned_paths()]

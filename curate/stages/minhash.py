@@ -42,6 +42,8 @@ def rank_key(values: pa.Array) -> np.ndarray:
 @stage("minhash")
 class MinhashStage(ShardStage):
     PRODUCES = ("minhash",)
+    GLOBAL = True                   # partitions and node numbers follow every source, in priority order
+    PIPELINE_READS = ("priority",)
     ROW_NUMBERS = True
     KERNELS = ("minhash",)
     OPTIONS = {
@@ -87,8 +89,6 @@ class MinhashStage(ShardStage):
             spec = spec.replace(bands=options["bands"] or spec.bands, rows=options["rows"] or spec.rows)
         return spec
 
-    def owned_paths(self) -> list[str]:
-        return [self.run.work(self.name), *super().owned_paths()]
 
     def columns(self) -> list[str]:
         tie = self.options["tie_break"]

@@ -17,10 +17,12 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from curate.config.pipeline import canonical_json
 from curate.config.schema import Field
 from curate.errors import ConfigError, CurateError
 from curate.rundir import MixRecord
 from curate.stages.phase import Phase
+from curate.stages.reads import tokenizer_identity
 from curate.stages.registry import stage
 from curate.stages.shard import Output, ShardRef, ShardStage, removals
 from curate.tokens import rehydrate
@@ -46,8 +48,8 @@ def rehydration(table: dict, dedup: str, stats: list[dict], order: list[str]) ->
 
 
 @functools.cache
-def cached_tokenizer(spec: str):
-    """One tokenizer per worker process and spec (measuring a shard needs only a sample of it)."""
+def cached_tokenizer(spec: str, identity: str = ""):
+    """One tokenizer per worker process, spec and file content (measuring a shard needs only a sample of it)."""
     from curate.tokens.tokenizer import load_tokenizer
 
     return load_tokenizer(spec, num_threads=1)
@@ -77,6 +79,12 @@ class MixStage(ShardStage):
                            doc="weight by dedup cluster size, FineWeb-2 style: {size threshold: weight}, e.g. {1: 1, 2: 2, 5: 3, 100: 1}"),
     }
     MODES = ("weights", "tokens", "epochs", "maximize")
+    GLOBAL = True                  # the plan weighs every source against the others
+    PIPELINE_READS = ("priority",)
+
+    def reads(self, tasks, source):
+        """It measures tokens with the tokenize step's tokenizer: a new tokenizer re-plans the mixture."""
+        return {f"tokenizer {self.tokenizer_spec()}": tokenizer_identity(self.tokenizer_spec())}
 
     @classmethod
     def validate_options(cls, options, sources, file, key):
@@ -136,7 +144,8 @@ class MixStage(ShardStage):
     def execute(self, tasks, run_phase) -> None:
         if self.options["rehydrate"] is not None and self.dedup_step() is None:
             raise CurateError(f"stages.{self.name}.rehydrate: needs a dedup step before {self.name} (its cluster sizes)")
-        stats = run_phase(Phase("measure", tasks, functools.partial(self.measure, self.tokenizer_spec())))
+        spec = self.tokenizer_spec()
+        stats = run_phase(Phase("measure", tasks, functools.partial(self.measure, (spec, canonical_json(tokenizer_identity(spec))))))
         available = {}
         for source in self.pipeline.priority:  # a source without shards has no tokens: a share of it cannot be met
             mine = [m for m in stats if m["source"] == source]
@@ -160,7 +169,7 @@ class MixStage(ShardStage):
         self.run.publish(self.name, MixRecord(plan))
         super().execute(tasks, run_phase)
 
-    def measure(self, spec: str, shard: ShardRef) -> dict:
+    def measure(self, spec: tuple[str, str], shard: ShardRef) -> dict:
         """Characters of the shard's live documents, and tokens per character on a sample of them; with rehydration,
         the characters times each document's weight and the documents of each weight."""
         docs = chars = sample_chars = sample_tokens = 0
@@ -178,7 +187,7 @@ class MixStage(ShardStage):
                     by_weight[f"{value:g}"] = by_weight.get(f"{value:g}", 0) + int(n)
             if sample_chars == 0 and table.num_rows:
                 sample = text.slice(0, SAMPLE_DOCS).combine_chunks()
-                sample_tokens = int(cached_tokenizer(spec).encode_batch(sample).num_tokens) + len(sample)  # + one EOS each
+                sample_tokens = int(cached_tokenizer(*spec).encode_batch(sample).num_tokens) + len(sample)  # + one EOS each
                 sample_chars = pc.sum(pc.utf8_length(sample)).as_py() or 0
         return {"in": docs, "docs": docs, "chars": chars, "sample_chars": sample_chars, "sample_tokens": sample_tokens,
                 "weighted_chars": weighted, "by_weight": by_weight}

@@ -39,8 +39,14 @@ class PackStage(Stage):
         "formats": Field((list,), default=lambda: ["megatron"], item=Field((str,), choices=["megatron", "datatrove"])),
     }
 
+    TABLES = ("tokens/_shards",)
+
     def owned_paths(self) -> list[str]:
-        return [self.run.path("tokens", "_shards"), self.run.path("tokens", "_merged"), *super().owned_paths()]
+        return [self.run.path("tokens", "_merged"), *super().owned_paths(),
+                *(p for p in fs.glob(self.run.path("tokens", "*")) if not p.rstrip("/").endswith(("/docs", "/_shards")))]
+
+    def source_outputs(self, source: str) -> list[str]:
+        return [*super().source_outputs(source), *fs.glob(self.run.token_prefix(source) + ".*")]
 
     def plan(self) -> list[Task[ShardRef]]:
         return shard_tasks(self.run, self.upstream["docs"])

@@ -32,10 +32,12 @@ class Task(Generic[P]):
 class Phase(Generic[P]):
     """`run(payload) -> counts` for every task; `setup()` once per worker before its first task.
 
-    `key`: what the phase's results depend on beyond the stage's upstream. A phase with a key keeps its
-    markers and `outputs` when other options of its stage change (a model's scores survive a new keep
-    threshold), and discards them when the key or the upstream changes. Without a key, the phase's
-    results go with the stage's fingerprint. `kernels` are compiled before the first task, timed apart.
+    `key`: what the phase's results depend on beyond the stage's upstream, one for all sources (a string)
+    or one per source (a mapping; None: the source's tasks depend on nothing, not even upstream). A phase
+    with a key keeps each source's markers and `outputs/<source>` when other options of its stage change
+    (a model's scores survive a new keep threshold), and discards them when that source's key or upstream
+    changes. Without a key, the phase's results go with the stage's per-source fingerprint.
+    `kernels` are compiled before the first task, timed apart.
     """
 
     name: str
@@ -44,7 +46,7 @@ class Phase(Generic[P]):
     setup: Callable[[], None] | None = None
     resources: Resources = Resources()
     accounts: bool = False
-    key: str | None = None
+    key: str | dict[str, str | None] | None = None
     outputs: tuple[str, ...] = ()
     kernels: tuple[str, ...] = ()   # numba kernels its tasks call, compiled before them (runner/kernels.py)
 

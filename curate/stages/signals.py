@@ -17,6 +17,7 @@ from curate.io import fs
 from curate.io.parquet import ParquetSink
 from curate.rundir.tables import SourceSink
 from curate.models.langid import identify
+from curate.stages.reads import file_identity
 from curate.stages.registry import stage
 from curate.stages.shard import Output, ShardRef, ShardStage
 
@@ -60,6 +61,7 @@ def ccnet_columns(table: pa.Table, always: bool = False) -> dict:
 @stage("signals")
 class SignalsStage(ShardStage):
     PRODUCES = ("signals",)
+    TABLES = ("signals",)
     OPTIONS = {
         "langid": Field((bool,), default=True, doc="add lang and lang_score (fastText lid.176)"),
         "use_shipped": Field((bool,), default=True, doc="use RedPajama-V2's shipped quality_signals where present"),
@@ -89,14 +91,15 @@ class SignalsStage(ShardStage):
                     return True
         return False
 
-    def fingerprint_extra(self, tasks):
-        return {"dt_words": self.dt_words()}
-
     def kernels(self) -> tuple[str, ...]:
         return ("signals", "datatrove_words") if self.dt_words() else ("signals",)
 
-    def owned_paths(self) -> list[str]:
-        return [self.run.path("signals"), *super().owned_paths()]
+    def reads(self, tasks, source):
+        """Whether dt_words is added (it follows the filter steps' rules), and the files it reads, by content."""
+        o = self.options
+        return {"dt_words": self.dt_words(), "ut1_domains": file_identity(o["ut1_domains"]),
+                "ml_models": {n: file_identity(p) for n, p in o["ml_models"].items()},
+                "importance": {n: [file_identity(p) for p in paths] for n, paths in o["importance"].items()}}
 
     def setup(self) -> None:
         path = self.options["ut1_domains"]

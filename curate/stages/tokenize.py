@@ -16,6 +16,7 @@ from curate.config.schema import Field
 from curate.io.parquet import ParquetSink
 from curate.rundir.tables import SourceSink
 from curate.rundir import MixRecord, TokenizerRecord
+from curate.stages.reads import tokenizer_identity
 from curate.stages.registry import stage
 from curate.stages.resources import RESOURCE_OPTIONS, Resources
 from curate.stages.shard import Output, ShardRef, ShardStage
@@ -29,6 +30,7 @@ SCHEMA = pa.schema([("id", pa.string()), ("tokens", pa.large_list(pa.int32())), 
 class TokenizeStage(ShardStage):
     USES = ("mix",)
     PRODUCES = ("tokens",)
+    TABLES = ("tokens/docs",)
     COLUMNS = ["id", "text"]
     OPTIONS = {
         "tokenizer": Field((str,), default="gpt2", doc="path to tokenizer.json, 'gpt2' (offline), or a Hub name (online)"),
@@ -42,8 +44,8 @@ class TokenizeStage(ShardStage):
     def resources(self) -> Resources:
         return Resources.from_options(self.options["resources"], actor=True)
 
-    def owned_paths(self) -> list[str]:
-        return [self.run.path("tokens", "docs"), *super().owned_paths()]
+    def reads(self, tasks, source):
+        return {f"tokenizer {self.options['tokenizer']}": tokenizer_identity(self.options["tokenizer"])}
 
     def load_tokenizer(self):
         from curate.tokens.tokenizer import load_tokenizer

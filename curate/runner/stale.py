@@ -1,0 +1,54 @@
+"""Outputs of steps and sources the pipeline no longer has: removed, with a line saying so.
+
+A step removed from the pipeline or switched off (`enabled: false`), or a run folder reused by a
+pipeline with fewer steps or sources, must not leave `scores/`, `quarantine/`, `dedup/clusters`,
+`tokens/<old source>.*` or a manifest behind for `curate query` to show as live. A source that left the
+pipeline is removed from every stage's outputs by the stages themselves (its fingerprint is gone, see
+`resume.settle`); what no step of the pipeline writes any more is removed here, before the run starts.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from curate.io import fs
+from curate.rundir import RunDir
+from curate.rundir.layout import TABLES
+
+log = logging.getLogger("curate")
+
+
+def remove_stale(run: RunDir, pipeline, registry) -> None:
+    steps = {s.name for s in pipeline.stages} | {"kept"}
+    kinds = {s.kind for s in pipeline.stages}
+    gone: set[str] = set()
+    for kind in ("_state", "ledger", "_work"):
+        for path in fs.glob(run.path(kind, "*")):
+            name = _name(path)
+            if name not in steps:
+                if name not in gone:
+                    log.info("removing outputs of stage '%s', which the pipeline no longer has (or has switched off)", name)
+                    gone.add(name)
+                fs.remove(path)
+    for path in fs.glob(run.path("*", "clusters")):
+        owner = path.rstrip("/").rsplit("/", 2)[-2]
+        if owner not in steps:
+            log.info("removing %s/clusters: the pipeline has no step '%s' any more", owner, owner)
+            fs.remove(path)
+    written = {"kept", *(t for s in pipeline.stages for t in registry[s.kind].TABLES)}
+    for table in (*TABLES, "tokens/docs", "tokens/_shards"):
+        if table not in written and fs.exists(run.path(*table.split("/"))):
+            log.info("removing %s/: no step of the pipeline writes it any more", table)
+            fs.remove(run.path(*table.split("/")))
+    if "pack" not in kinds:
+        for path in fs.glob(run.path("tokens", "*")):
+            if _name(path) not in ("docs", "_shards"):
+                log.info("removing tokens/%s: the pipeline has no pack step any more", _name(path))
+                fs.remove(path)
+    if "manifest" not in kinds and fs.exists(run.manifest_file):
+        log.info("removing manifest.json: the pipeline has no manifest step any more")
+        fs.remove(run.manifest_file)
+
+
+def _name(path: str) -> str:
+    return path.rstrip("/").rsplit("/", 1)[-1]
