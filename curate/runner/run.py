@@ -27,6 +27,7 @@ from curate.io.auth import bucket_of, is_auth_failure
 from curate.runner.executor import Placement, describe
 from curate.runner.phaserunner import PhaseRunner
 from curate.runner.progress import Progress
+from curate.runner.runlog import mark_started
 from curate.runner.resume import settle, upstream_of
 from curate.runner.stale import remove_stale
 from curate.runner.summary import dedup_flags, render
@@ -122,6 +123,7 @@ def run_pipeline(pipeline: Pipeline, output: str, until: str | None = None, inli
     lock = RunLock(run)
     with storage_errors("--output", run.root):  # the first write: an unreachable store or bucket says so here
         lock.acquire()
+    mark_started(run.root)
     try:
         return _run_locked(pipeline, run, stages, first, until, inline, address, workers, progress)
     finally:

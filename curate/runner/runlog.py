@@ -18,11 +18,22 @@ import threading
 from curate.io import fs
 
 CLEAR = "\033[K"
+_STARTED: set[str] = set()  # run directories whose run got past validation and took the lock in this process
+
+
+def mark_started(run_root: str) -> None:
+    """The run in `run_root` has started (validated, lock taken): its log may now be written there. A run
+    refused before this point leaves the directory as it was, log included."""
+    _STARTED.add(_key(run_root))
+
+
+def _key(run_root: str) -> str:
+    return run_root.rstrip("/") if "://" in run_root else os.path.abspath(run_root)
 
 
 class _LogFile:
-    """Lines for `RUN/logs/<name>`: held in memory until the run directory exists (a command that fails before
-    any work leaves no directory behind), then appended to the file as they come."""
+    """Lines for `RUN/logs/<name>`: held in memory until the run has started (`mark_started`: a command refused
+    before any work changes nothing in the directory), then appended to the file as they come."""
 
     def __init__(self, run_root: str, name: str):
         self.remote = "://" in run_root
@@ -31,7 +42,7 @@ class _LogFile:
         self.handle = None
 
     def write(self, line: str) -> None:
-        if self.handle is None and not self.remote and os.path.isdir(self.root):
+        if self.handle is None and not self.remote and self.started():
             try:
                 os.makedirs(os.path.dirname(self.target), exist_ok=True)
                 self.handle = open(self.target, "w", encoding="utf-8")
@@ -46,12 +57,17 @@ class _LogFile:
             self.handle.write(line)
             self.handle.flush()
 
+    def started(self) -> bool:
+        return _key(self.root) in _STARTED
+
     def close(self) -> str | None:
         """Close (a remote run's log is uploaded now); returns the log's path, or None when none was kept."""
+        if self.handle is None and not self.remote and self.held and self.started():
+            self.write("")  # a quiet run printed nothing while it ran: the held lines go to the file now
         if self.handle is not None:
             self.handle.close()
             return self.target
-        if self.remote and fs.exists(self.root):
+        if self.remote and self.started():
             with contextlib.suppress(Exception):  # the run's outcome stands; a log that cannot be uploaded is lost
                 fs.write_bytes(self.target, "".join(self.held).encode())
                 return self.target
@@ -96,6 +112,7 @@ def log_name(now: dt.datetime | None = None) -> str:
 def run_log(run_root: str, argv: list[str] | None = None):
     """Tee stdout and stderr into `RUN/logs/<log_name()>` while the block runs; yields the log's path (written
     once the run directory exists; nothing is written when the command fails before making it)."""
+    _STARTED.discard(_key(run_root))  # each invocation starts (or is refused) anew
     log = _LogFile(run_root, log_name())
     lock = threading.Lock()
     log.write(f"# curate {' '.join(argv or sys.argv[1:])}\n# started {dt.datetime.now(dt.UTC).isoformat(timespec='seconds')}\n")
@@ -112,3 +129,4 @@ def run_log(run_root: str, argv: list[str] | None = None):
                 log.write(tee.partial + "\n")
         sys.stdout, sys.stderr = out, err
         log.close()
+        _STARTED.discard(_key(run_root))
