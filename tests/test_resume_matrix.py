@@ -320,7 +320,7 @@ def _restore(ws: Path, base: Path, monkeypatch) -> None:
 
 
 def _snapshot(root: Path) -> dict:
-    return {str(p.relative_to(root)): (p.stat().st_mtime_ns, p.stat().st_size) for p in root.rglob("*")}
+    return {str(p.relative_to(root)): (p.stat().st_mtime_ns, p.stat().st_size) for p in root.rglob("*") if p.is_file()}
 
 
 def test_a_refused_run_changes_nothing_in_the_run_directory(world, monkeypatch, capsys):
@@ -333,6 +333,9 @@ def test_a_refused_run_changes_nothing_in_the_run_directory(world, monkeypatch, 
     assert run_cli("pipeline.yaml", "--output", "run", "--inline", "-q", *bad) == 2
     assert "no files match" in capsys.readouterr().err
     assert run_cli("pipeline.yaml", "--output", "run", "--inline", "-q", "--set", "stages.tokenize.tokenizer=/no/such/tokenizer.json") != 0
+    typo = ["--set", "stages.quality_filter.where.fwe=int_scor >= 3", "--set", "stages.dual_use.enabled=false"]
+    assert run_cli("pipeline.yaml", "--output", "run", "--inline", "-q", *typo) == 2
+    assert "int_scor" in capsys.readouterr().err
     assert _snapshot(ws / "run") == before
     assert main(["manifest", "verify", "run"]) == 0
 

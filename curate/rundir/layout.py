@@ -129,7 +129,10 @@ class RunDir:
         return sorted((m for m in found if m is not None), key=lambda m: (m["source"], m["shard"]))
 
     def publish(self, stage: str, record) -> None:
-        self.write_json(self.path("_state", stage, "record.json"), {"kind": type(record).__name__, **record.to_json()})
+        """Write a stage's record; a resumed stage publishing the same record leaves the file untouched."""
+        path, value = self.path("_state", stage, "record.json"), {"kind": type(record).__name__, **record.to_json()}
+        if self.read_json(path) != json.loads(json.dumps(value)):
+            self.write_json(path, value)
 
     def record(self, stage: str, kind: type):
         """The record `stage` published; a missing one is a bug in the stage order, said plainly."""

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import hashlib
 import logging
+from dataclasses import dataclass
 
 from curate.config.pipeline import canonical_json
 from curate.io import fs
@@ -64,31 +65,53 @@ def upstream_of(stage, done: dict[str, dict[str, str]], sources) -> dict[str, st
     return {s: hashlib.sha256(canonical_json(v).encode()).hexdigest() if v else "" for s, v in body.items()}
 
 
-def settle(run: RunDir, stage: Stage, upstream: dict[str, str], tasks, running: bool = True) -> dict[str, str]:
-    """Compare the stage's fingerprints with the recorded ones, remove what no longer holds and record the
-    new fingerprints (sources whose results are gone are left out when the stage does not run now);
-    returns each source's fingerprint, for the stages after it."""
+@dataclass
+class Settlement:
+    """A stage's fingerprints now against the recorded ones: which sources changed (and why), which are gone."""
+
+    stage: Stage
+    parts: dict[str, dict[str, str]]
+    fingerprints: dict[str, str]
+    recorded: dict | None
+    changed: dict[str, str]
+    gone: list[str]
+
+    @property
+    def any(self) -> bool:
+        return self.recorded is None or bool(self.changed or self.gone)
+
+
+def compare(run: RunDir, stage: Stage, upstream: dict[str, str], tasks) -> Settlement:
+    """The stage's fingerprints per source, compared with what its last run recorded; changes nothing."""
     parts = {s: hash_parts(p) for s, p in stage.fingerprint_parts(upstream, tasks).items()}
     fps = {s: fingerprint(p) for s, p in parts.items()}
     recorded = run.read_json(run.stage_file(stage.name))
     before = (recorded or {}).get("sources") or {}
     changed = {s: describe_change(before.get(s), parts[s]) for s in fps if (before.get(s) or {}).get("fingerprint") != fps[s]}
-    gone = sorted(s for s in before if s not in fps)
-    if recorded is None:
+    return Settlement(stage, parts, fps, recorded, changed, sorted(s for s in before if s not in fps))
+
+
+def settle(run: RunDir, s: Settlement, running: bool = True) -> None:
+    """Remove what no longer holds and record the new fingerprints (when the stage does not run now, the
+    sources whose results were removed are left out, so that its next run makes them)."""
+    if not s.any:
+        return
+    stage = s.stage
+    if s.recorded is None:
         for path in stage.owned_paths():  # never run here: no output of an earlier pipeline may pass for its own
             fs.remove(path)
-    elif changed or gone:
-        _report(stage, changed, gone, running)
+    else:
+        _report(stage, s.changed, s.gone, running)
         if stage.GLOBAL:
             for path in stage.owned_paths():
                 fs.remove(path)
         else:
-            for source in [*changed, *gone]:
+            for source in [*s.changed, *s.gone]:
                 remove_source_outputs(run, stage, source)
-    keep = fps if running else {s: fp for s, fp in fps.items() if s not in changed and not (stage.GLOBAL and (changed or gone))}
-    run.write_json(run.stage_file(stage.name), {"complete": False, "sources": {s: {"fingerprint": fps[s], "parts": parts[s]}
-                                                                                for s in keep}})
-    return fps
+    keep = s.fingerprints if running else \
+        {k: fp for k, fp in s.fingerprints.items() if k not in s.changed and not (stage.GLOBAL and (s.changed or s.gone))}
+    run.write_json(run.stage_file(stage.name), {"complete": False, "sources": {k: {"fingerprint": s.fingerprints[k],
+                                                                                    "parts": s.parts[k]} for k in keep}})
 
 
 def _report(stage: Stage, changed: dict[str, str], gone: list[str], running: bool) -> None:

@@ -28,7 +28,7 @@ from curate.runner.executor import Placement, describe
 from curate.runner.phaserunner import PhaseRunner
 from curate.runner.progress import Progress
 from curate.runner.runlog import mark_started
-from curate.runner.resume import settle, upstream_of
+from curate.runner.resume import compare, settle, upstream_of
 from curate.runner.stale import remove_stale
 from curate.runner.summary import dedup_flags, render
 from curate.stages import STAGES
@@ -148,21 +148,27 @@ def storage_errors(what: str, path: str):
 def _run_locked(pipeline, run, stages, first, until, inline, address, workers, progress) -> list[dict]:
     if removed := fs.remove_temporaries(run.root):
         log.info("removed %d temporary files that an interrupted run left behind", removed)
-    remove_stale(run, pipeline, STAGES)
-    fs.write_bytes(run.pipeline_file, (f"# resolved from {pipeline.file}; pipeline hash {pipeline.hash()}\n"
-                                       + yaml.safe_dump(pipeline.resolved, sort_keys=False)).encode())
     ex = pipeline.execution
     runner = PhaseRunner(run, progress, inline, address, workers or ex["workers"], ex["retries"], ex["task_memory_mb"],
                          placement(pipeline, run))
     try:
         done: dict[str, dict[str, str]] = {}
+        described = False  # the run directory is changed only once a result no longer holds
         for i, stage in enumerate(stages):
             tasks = first if i == 0 else stage.plan()
+            stage.check(tasks)  # a refusal here (a predicate naming an unknown column) has changed nothing yet
             upstream = upstream_of(stage, done, pipeline.sources)
-            done[stage.name] = settle(run, stage, upstream, tasks)
+            settlement = compare(run, stage, upstream, tasks)
+            if not described and (settlement.any or stage.FINAL):
+                described = record_pipeline(run, pipeline)
+            settle(run, settlement)
+            done[stage.name] = settlement.fingerprints
             stage.execute(tasks, runner.for_stage(stage.name, upstream))
             state = run.read_json(run.stage_file(stage.name))
-            run.write_json(run.stage_file(stage.name), {**state, "complete": True})
+            if not state.get("complete"):
+                run.write_json(run.stage_file(stage.name), {**state, "complete": True})
+        if not described:
+            record_pipeline(run, pipeline)
         if until is not None:
             settle_later(pipeline, run, done, until)
     finally:
@@ -173,6 +179,14 @@ def _run_locked(pipeline, run, stages, first, until, inline, address, workers, p
     if until is None and not rows:
         raise CurateError("the run produced no accounting rows")
     return rows
+
+
+def record_pipeline(run: RunDir, pipeline: Pipeline) -> bool:
+    """Before the first result changes: remove what the pipeline no longer has, and write pipeline.yaml."""
+    remove_stale(run, pipeline, STAGES)
+    fs.write_bytes(run.pipeline_file, (f"# resolved from {pipeline.file}; pipeline hash {pipeline.hash()}\n"
+                                       + yaml.safe_dump(pipeline.resolved, sort_keys=False)).encode())
+    return True
 
 
 def settle_later(pipeline: Pipeline, run: RunDir, done: dict[str, dict[str, str]], until: str) -> None:
@@ -190,7 +204,9 @@ def settle_later(pipeline: Pipeline, run: RunDir, done: dict[str, dict[str, str]
                 fs.remove(path)
             done[stage.name] = dict.fromkeys(pipeline.sources, "not planned")
             continue
-        done[stage.name] = settle(run, stage, upstream_of(stage, done, pipeline.sources), tasks, running=False)
+        settlement = compare(run, stage, upstream_of(stage, done, pipeline.sources), tasks)
+        settle(run, settlement, running=False)
+        done[stage.name] = settlement.fingerprints
 
 
 __all__ = ["run_pipeline", "render"]

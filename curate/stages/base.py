@@ -57,6 +57,10 @@ class Stage(ABC):
         """The numba kernels this stage's accounting tasks call, compiled before them (and timed apart)."""
         return self.KERNELS
 
+    def check(self, tasks: list[Task]) -> None:
+        """Checks that need the results of the steps before it (a predicate's columns), run before any of this
+        stage's results are removed or recomputed; raise CurateError."""
+
     def fingerprint_parts(self, upstream: dict[str, str], tasks: list[Task]) -> dict[str, dict[str, object]]:
         """Per source, everything this stage's results for that source depend on, by name: its code version,
         its options (only those that concern the source), the batch size, the pipeline settings it reads

@@ -97,11 +97,7 @@ class FilterStage(ShardStage):
     def setup(self) -> None:
         self.rules_of = {source: self.rules(source) for source in self.pipeline.sources}
 
-    def execute(self, tasks, run_phase) -> None:
-        self._check_columns(tasks)
-        super().execute(tasks, run_phase)
-
-    def _check_columns(self, tasks) -> None:
+    def check(self, tasks) -> None:
         """Bind every rule against its source's columns before any task runs: a typo fails in one line."""
         for source in self.pipeline.sources:
             rules = self.rules(source)
