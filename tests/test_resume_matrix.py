@@ -270,9 +270,8 @@ def outputs(run: Path) -> dict[str, str]:
                 out[str(f.relative_to(run))] = hashlib.sha256(f.read_bytes()).hexdigest()
     manifest = json.loads((run / "manifest.json").read_text())
     manifest.pop("created_at", None)
-    # where the run was written is recorded (pipeline.yaml, the resolved config and its hash): not a result
+    # where the run was written is recorded (pipeline.yaml, the resolved config): not a result
     manifest["pipeline"]["resolved"].pop("output", None)
-    manifest["pipeline"].pop("hash", None)
     manifest["files"] = [f for f in manifest["files"] if f["path"] != "pipeline.yaml"]
     for model in manifest.get("models", {}).values():  # what the models cost this run (cached scores are free)
         for key in ("seconds", "seconds_per_1000", "hours_per_billion", "documents"):

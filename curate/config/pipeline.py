@@ -102,7 +102,9 @@ class Pipeline:
     resolved: dict = field(repr=False, default_factory=dict)
 
     def hash(self) -> str:
-        return hashlib.sha256(canonical_json(self.resolved).encode()).hexdigest()
+        """The configuration's identity: where a run is written (`output`) is recorded beside it, not part of it,
+        so one recipe run into two folders has one hash."""
+        return hashlib.sha256(canonical_json({k: v for k, v in self.resolved.items() if k != "output"}).encode()).hexdigest()
 
     def stage(self, name: str) -> StageConfig:
         return next(s for s in self.stages if s.name == name)
