@@ -90,7 +90,7 @@ def test_parquet_projection_bad_rows_and_fallback_ids(tmp_path):
                   "execution: {max_bad_fraction: 0.9}")
     assert run_cli(f, "--output", tmp_path / "run", "--inline", "-q") == 0
     docs = _docs(tmp_path / "run", "p")
-    assert docs.column_names == ["id", "text", "x"]  # projection: y was never read
+    assert docs.column_names == ["source", "id", "text", "x"]  # projection: y was never read (kept adds source)
     assert docs.column("id").to_pylist() == ["p/part.parquet/0", "p/part.parquet/4"]
     assert sorted((r[0], r[3]) for r in _ledger(tmp_path / "run")) == [
         ("p/part.parquet/1", "bad_record:missing_text"), ("p/part.parquet/2", "bad_record:empty_text"),

@@ -182,9 +182,13 @@ def validate(raw: dict, file: str, registry: Mapping[str, type]) -> Pipeline:
         if not str(name).replace("_", "").replace("-", "").isalnum():
             raise ConfigError(file, f"sources.{name}", "source names are letters, digits, '_' and '-' (they name directories)")
     sources = {name: Source(name=name, **spec) for name, spec in top["sources"].items()}
+    from curate.readers.base import unknown_kind  # the readers register their kinds on import
+
     for s in sources.values():
         if not s.paths:
             raise ConfigError(file, f"sources.{s.name}.paths", "expected at least one path or glob")
+        if problem := unknown_kind(s.format):
+            raise ConfigError(file, f"sources.{s.name}.format", problem)
     priority = top["priority"] or list(sources)
     unknown = [p for p in priority if p not in sources]
     if unknown:

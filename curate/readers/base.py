@@ -1,8 +1,16 @@
-"""What every reader shares: the format description, the unit of work, and the bad-record collector."""
+"""What every reader shares: the `Reader` interface and its registry by kind, the format description, the
+unit of work, and the bad-record collector.
+
+A format (`format:` of a source) is a preset of field names over a reader kind; a reader kind is one file
+in `curate/readers/` with one `Reader` subclass registered by `register` (import it in `readers/__init__.py`).
+The ingest stage asks the registry for `READERS[fmt.kind]` and never branches on the kind.
+"""
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
+from typing import Iterator
 
 import pyarrow as pa
 
@@ -21,7 +29,7 @@ class Format:
     """
 
     name: str
-    kind: str  # "jsonl" | "parquet" | "rpv2"
+    kind: str  # the reader that reads it: a key of READERS
     text: str = "text"
     id: str | None = None
     url: str | None = None
@@ -79,3 +87,63 @@ class BadRecords:
         for r in self.reasons:
             out[r] = out.get(r, 0) + 1
         return out
+
+
+@dataclass(frozen=True)
+class ReadOptions:
+    """What a source and the run give every read: rows per batch, the Parquet projection, fsspec options."""
+
+    batch_rows: int
+    columns: list[str] | None = None
+    storage_options: dict = field(default_factory=dict)
+
+
+class Reader(ABC):
+    """One reader kind: how its files become ingest tasks (`plan`), which columns an empty shard gets
+    (`schema`), and how one task's records become document batches (`read`).
+
+    `read` yields Arrow tables whose first two columns are `id` and `text`; every input record is counted
+    in `stats["records"]` and is either in a yielded row or added to `bad` with its reason, so the
+    accounting identity holds whatever the kind. `formats` are the presets this kind offers by name.
+    """
+
+    kind: str = ""
+    formats: tuple[Format, ...] = ()
+
+    def plan(self, whole: ReadTask, fmt: Format, storage_options: dict, target: int) -> list[ReadTask]:
+        """The tasks of one file, `whole` being all of it (shard `<file>-0000`); `target` is bytes per task."""
+        return [whole]
+
+    def schema(self, fmt: Format) -> pa.Schema | None:
+        """The columns of a shard that yields no batch; None leaves it to the file's own columns."""
+        return None
+
+    @abstractmethod
+    def read(self, task: ReadTask, fmt: Format, handle, options: ReadOptions, bad: BadRecords,
+             stats: dict) -> Iterator[pa.Table]:
+        """Document batches of one task from `handle` (its file, opened by ingest)."""
+
+
+READERS: dict[str, Reader] = {}
+FORMATS: dict[str, Format] = {}
+
+
+def register(reader: Reader | type[Reader]) -> Reader:
+    """Make a reader kind, and the format presets it offers, known by name; usable as a class decorator."""
+    instance = reader() if isinstance(reader, type) else reader
+    if not instance.kind:
+        raise ValueError(f"{type(instance).__name__} names no kind")
+    for fmt in instance.formats:
+        if fmt.kind != instance.kind:
+            raise ValueError(f"format {fmt.name!r} is of kind {fmt.kind!r}, not {instance.kind!r}")
+    READERS[instance.kind] = instance
+    FORMATS.update({f.name: f for f in instance.formats})
+    return reader
+
+
+def unknown_kind(fmt_name: str) -> str | None:
+    """Why the format cannot be read (its kind has no reader), or None when it can."""
+    fmt = FORMATS[fmt_name]
+    if fmt.kind in READERS:
+        return None
+    return f"format {fmt_name!r} is of reader kind {fmt.kind!r}, which no reader provides (known kinds: {', '.join(sorted(READERS))})"

@@ -22,7 +22,8 @@ import orjson
 import pyarrow as pa
 
 from curate.io.lines import iter_byte_range, iter_lines
-from curate.readers.base import BadRecords, Format, ReadTask
+from curate.readers.base import BadRecords, Format, ReadOptions, Reader, ReadTask, register
+from curate.readers.split import split_jsonl
 
 
 def field_getter(name: str):
@@ -234,3 +235,27 @@ def read_jsonl(task: ReadTask, fmt: Format, handle, batch_rows: int, bad: BadRec
         bad.add(f"{task.id_prefix}/trailing@{trailing.offset}", "trailing_garbage", f"byte {trailing.offset}",
                 trailing.describe())
     stats["records"] = stats.get("records", 0) + records
+
+
+@register
+class JsonlReader(Reader):
+    """JSON Lines: a large file is split by byte or line ranges (`readers/split.py`); text is < 16x its file."""
+
+    kind = "jsonl"
+    formats = (
+        Format("dclm", "jsonl", text="text", id="metadata.WARC-Record-ID", url="url",
+               promote=(("fasttext_openhermes_reddit_eli5_vs_rw_v2_bigram_200k_train_prob", pa.float64()),),
+               doc="DCLM-baseline global-shard_*/local-shard_*/*.jsonl.zst (also .gz, plain); metadata.WARC-Record-ID becomes id"),
+        Format("dolma", "jsonl", text="text", id="id", url="metadata.url", doc="Dolma documents/*.json.gz"),
+        Format("jsonl", "jsonl", text="text", id=None, url=None,
+               doc="any JSON Lines (plain, .gz, .zst); map fields with fields: {text: ..., id: ..., url: ...}"),
+    )
+
+    def plan(self, whole: ReadTask, fmt: Format, storage_options: dict, target: int) -> list[ReadTask]:
+        return [whole] if whole.size * 16 <= target else split_jsonl(whole, storage_options, target)
+
+    def schema(self, fmt: Format) -> pa.Schema:
+        return output_schema(fmt)
+
+    def read(self, task: ReadTask, fmt: Format, handle, options: ReadOptions, bad: BadRecords, stats: dict) -> Iterator[pa.Table]:
+        return read_jsonl(task, fmt, handle, options.batch_rows, bad, stats)

@@ -12,6 +12,7 @@ reading goes on with the next row group, so `max_bad_fraction` decides.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Iterator
 
 import numpy as np
@@ -19,7 +20,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from curate.readers.base import BadRecords, Format, ReadTask
+from curate.io import fs
+from curate.readers.base import BadRecords, Format, ReadOptions, Reader, ReadTask, register
 
 
 def plan_row_groups(metadata: pq.FileMetaData, target_bytes: int) -> list[tuple[tuple[int, ...], int]]:
@@ -233,3 +235,28 @@ def _checked(task: ReadTask, fmt: Format, batch: pa.RecordBatch, row: int, hidde
     if bad_mask.any():
         out = out.filter(pa.array(~bad_mask))
     return out
+
+
+@register
+class ParquetReader(Reader):
+    """Parquet: a large file is split by row-group ranges read from its footer; shards keep the file's columns."""
+
+    kind = "parquet"
+    formats = (
+        Format("fineweb", "parquet", text="text", id="id", url="url",
+               doc="FineWeb / FineWeb-Edu parquet (data/<dump>/*.parquet); keeps every column, e.g. int_score"),
+        Format("zyda", "parquet", text="text", id="nemo_id", doc="Zyda / Zyda-2 parquet per component; nemo_id becomes id when present"),
+        Format("parquet", "parquet", text="text", id=None, doc="any parquet; map columns with fields: {text: ..., id: ...}"),
+    )
+
+    def plan(self, whole: ReadTask, fmt: Format, storage_options: dict, target: int) -> list[ReadTask]:
+        try:
+            with fs.open_input(whole.path, storage_options, block_size=1 << 20) as handle:
+                metadata = pq.ParquetFile(handle).metadata
+        except Exception as exc:  # a corrupt file is a bad record, found when its task runs
+            return [replace(whole, unreadable=f"{type(exc).__name__}: {exc}")]
+        return [replace(whole, shard=f"{whole.shard[:-4]}{part:04d}", row_groups=groups, row_offset=first)
+                for part, (groups, first) in enumerate(plan_row_groups(metadata, target))]
+
+    def read(self, task: ReadTask, fmt: Format, handle, options: ReadOptions, bad: BadRecords, stats: dict) -> Iterator[pa.Table]:
+        return read_parquet(task, fmt, handle, options.batch_rows, options.columns, bad, stats)

@@ -16,8 +16,8 @@ import pyarrow as pa
 
 from curate.io.fs import exists, open_input, printable
 from curate.io.lines import iter_lines
-from curate.readers.base import BadRecords, Format, ReadTask
-from curate.readers.jsonl import read_jsonl
+from curate.readers.base import BadRecords, Format, ReadOptions, Reader, ReadTask, register
+from curate.readers.jsonl import output_schema, read_jsonl
 
 
 def document_key(path: str) -> str:
@@ -65,3 +65,24 @@ def read_rpv2(task: ReadTask, fmt: Format, handle, batch_rows: int, bad: BadReco
                     raise ValueError(f"{sig_path}: no quality signals for document {doc_id}")
         table = table.append_column("quality_signals", pa.array(values if values is not None else [None] * len(ids), pa.string()))
         yield table
+
+
+@register
+class Rpv2Reader(Reader):
+    """RedPajama-V2: one task per document file (its signals file is streamed beside it)."""
+
+    kind = "rpv2"
+    formats = (
+        Format("rpv2", "rpv2", text="raw_content", id=None, url="url",
+               promote=(("language", pa.string()), ("language_score", pa.float64()), ("perplexity", pa.float64()),
+                        ("bucket", pa.string()), ("length", pa.int64()), ("nlines", pa.int64()),
+                        ("original_length", pa.int64()), ("original_nlines", pa.int64()), ("source_domain", pa.string()),
+                        ("digest", pa.string()), ("date_download", pa.string())),
+               doc="RedPajama-V2 documents/<snapshot>/<shard>/<lang>_<bucket>.json.gz joined with quality_signals"),
+    )
+
+    def schema(self, fmt: Format) -> pa.Schema:
+        return output_schema(fmt)
+
+    def read(self, task: ReadTask, fmt: Format, handle, options: ReadOptions, bad: BadRecords, stats: dict) -> Iterator[pa.Table]:
+        return read_rpv2(task, fmt, handle, options.batch_rows, bad, stats, options.storage_options)

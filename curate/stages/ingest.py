@@ -1,12 +1,13 @@
 """The ingest stage: read each source in its native format into `RUN/docs/<source>/<shard>.parquet`.
 
-Planning expands every glob (sorted, so shard names are stable), and splits large Parquet files by
-row-group ranges. Phase `read` reads each file (every input record becomes a document or a ledger row
-`bad_record:<why>`; a shard with more bad records than `max_bad_fraction` fails the run) and hands its
-ids to hash partitions; phase `ids` finds ids that an earlier file (or task) of the same source already
-has; the accounting phase drops those later copies into the ledger as `bad_record:duplicate_id`, so an
-id means one document, and gives an empty shard its source's columns. Then the stage publishes the list
-of docs shards, which every later shard stage plans from.
+Planning expands every glob (sorted, so shard names are stable) and lets each source's reader (`READERS`,
+by the format's kind) split its files into tasks; the stage never branches on the kind. Phase `read`
+reads each file (every input record becomes a document or a ledger row `bad_record:<why>`; a shard with
+more bad records than `max_bad_fraction` fails the run) and hands its ids to hash partitions; phase `ids`
+finds ids that an earlier file (or task) of the same source already has; the accounting phase drops those
+later copies into the ledger as `bad_record:duplicate_id`, so an id means one document, and gives an empty
+shard its source's columns. Then the stage publishes the list of docs shards, which every later shard
+stage plans from.
 """
 
 from __future__ import annotations
@@ -21,13 +22,9 @@ import pyarrow.parquet as pq
 from curate.errors import BadShardError, ConfigError
 from curate.io import fs
 from curate.io.parquet import ParquetSink, write_table
-from curate.readers import FORMATS
-from curate.readers.base import BadRecords, ReadTask
+from curate.readers import FORMATS, READERS
+from curate.readers.base import BadRecords, ReadOptions, ReadTask
 from curate.readers.duplicates import apply_duplicates, content_hash, id_partitions, later_copies_in, partitioned, take_columns
-from curate.readers.jsonl import output_schema, read_jsonl
-from curate.readers.parquet import plan_row_groups, read_parquet
-from curate.readers.rpv2 import read_rpv2
-from curate.readers.split import split_jsonl
 from curate.rundir import IngestRecord, ledger_table, write_ledger
 from curate.rundir.layout import ACCOUNTING
 from curate.stages.base import Stage
@@ -102,20 +99,10 @@ class IngestStage(Stage):
     def _split(self, source, fmt, f: fs.InputFile, index: int) -> list[ReadTask]:
         version = content_hash(f.path, source.storage_options) if self.pipeline.execution["fingerprint"] == "content" \
             and not f.unreadable else f.version
-        base = ReadTask(source.name, f.path, f.relative, f"{index:06d}-0000", f.size, unreadable=f.unreadable, version=version)
-        target = self.pipeline.execution["task_size_mb"] << 20
-        if f.unreadable or fmt.kind == "rpv2":  # never open a dangling link or a FIFO: it is a ledger row
-            return [base]
-        if fmt.kind == "jsonl":
-            return [base] if f.size * 16 <= target else split_jsonl(base, source.storage_options, target)  # text: < 16x
-        try:
-            with fs.open_input(f.path, source.storage_options, block_size=1 << 20) as handle:
-                metadata = pq.ParquetFile(handle).metadata
-        except Exception as exc:  # a corrupt file is a bad record, found when its task runs
-            return [ReadTask(**{**base.__dict__, "unreadable": f"{type(exc).__name__}: {exc}"})]
-        ranges = plan_row_groups(metadata, target)
-        return [ReadTask(source.name, f.path, f.relative, f"{index:06d}-{part:04d}", f.size, groups, first, version=version)
-                for part, (groups, first) in enumerate(ranges)]
+        whole = ReadTask(source.name, f.path, f.relative, f"{index:06d}-0000", f.size, unreadable=f.unreadable, version=version)
+        if f.unreadable:  # never open a dangling link or a FIFO: it is a ledger row
+            return [whole]
+        return READERS[fmt.kind].plan(whole, fmt, source.storage_options, self.pipeline.execution["task_size_mb"] << 20)
 
     def reads(self, tasks: list[Task[ReadTask]], source: str | None):
         """The source's settings and every input's path, size and version (modification time, ETag, or its
@@ -137,21 +124,15 @@ class IngestStage(Stage):
         fmt = FORMATS[source.format].with_fields(source.fields)
         bad = BadRecords(rt.source, rt.relative)
         stats: dict = {}
-        batch_rows = self.pipeline.execution["batch_rows"]
-        schema = output_schema(fmt) if fmt.kind != "parquet" else None
-        with ParquetSink(self.run.docs(rt.source, rt.shard), schema) as sink:
+        reader = READERS[fmt.kind]
+        options = ReadOptions(self.pipeline.execution["batch_rows"], source.columns, source.storage_options)
+        with ParquetSink(self.run.docs(rt.source, rt.shard), reader.schema(fmt)) as sink:
             if rt.unreadable:
                 bad.add(f"{rt.id_prefix}/unreadable", "unreadable_file", "file", rt.unreadable)
                 stats["records"] = 1
             else:
                 with fs.open_input(rt.path, source.storage_options) as handle:
-                    if fmt.kind == "parquet":
-                        batches = read_parquet(rt, fmt, handle, batch_rows, source.columns, bad, stats)
-                    elif fmt.kind == "rpv2":
-                        batches = read_rpv2(rt, fmt, handle, batch_rows, bad, stats, source.storage_options)
-                    else:
-                        batches = read_jsonl(rt, fmt, handle, batch_rows, bad, stats)
-                    for table in batches:
+                    for table in reader.read(rt, fmt, handle, options, bad, stats):
                         sink.write(table)
             self._check_bad_fraction(rt, stats.get("records", 0), bad)
         counts = write_ledger(self.run.ledger(self.name, rt.source, rt.shard),
