@@ -5,7 +5,9 @@
     rows = curate.run_pipeline(pipeline, "runs/zyda2")
 """
 
-__version__ = "0.1.0"
+from curate._version import __version__
+
+__all__ = ["__version__", "load_pipeline", "run_pipeline"]
 
 
 def load_pipeline(path, overrides: list[str] | None = None):
