@@ -19,7 +19,11 @@ def load_pipeline(path, overrides: list[str] | None = None):
 
 
 def run_pipeline(pipeline, output: str, **options):
-    """Run (or resume) a pipeline into `output`; see `curate.runner.run.run_pipeline` for the options."""
+    """Make the quickstart corpus if the pipeline reads it, then run (or resume) the pipeline into `output`;
+    see `curate.runner.run.run_pipeline` for the options."""
     from curate.runner.run import run_pipeline as run
+    from curate.sample.quickstart import ensure_sample
+
+    ensure_sample(pipeline.sample, pipeline.uses_sample)
 
     return run(pipeline, output, **options)
