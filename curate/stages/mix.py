@@ -57,6 +57,7 @@ def cached_tokenizer(spec: str, identity: str = ""):
 
 @stage("mix")
 class MixStage(ShardStage):
+    USES = ("clusters",)
     PRODUCES = ("mix",)
     REMOVES = True
     COLUMNS = ["id"]
@@ -136,11 +137,9 @@ class MixStage(ShardStage):
         return self.options["tokenizer"] or "gpt2"
 
     def dedup_step(self) -> str | None:
-        """The last dedup step before this one: its clusters table says how many documents each kept one stands for."""
-        names = [s.name for s in self.pipeline.stages]
-        before = self.pipeline.stages[:names.index(self.name)]
-        found = [s.name for s in before if s.kind == "dedup"]
-        return found[-1] if found else None
+        """The last dedup step before this one (from the chain): its clusters table says how many documents each
+        kept one stands for."""
+        return self.upstream.get("clusters")
 
     def execute(self, tasks, run_phase) -> None:
         if self.options["rehydrate"] is not None and self.dedup_step() is None:

@@ -45,3 +45,8 @@ def test_a_stand_in_model_stays_only_on_the_sample():
     assert {n: c.replaces for n, c in choose_models(on).items()} == {n: m["path"] for n, m in on.items() if m["standin"]}
     assert all(c.replaces is None for c in choose_models(off).values())
 
+
+
+def test_mix_finds_the_dedup_clusters_through_the_chain_not_by_scanning_steps():
+    assert load().stage("mix").upstream["clusters"] == "dedup"
+    assert "clusters" not in load("stages.dedup.enabled=false", "stages.quality_model.enabled=false").stage("mix").upstream
