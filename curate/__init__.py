@@ -5,7 +5,9 @@
     rows = curate.run_pipeline(pipeline, "runs/zyda2")
 """
 
-__version__ = "0.1.0"
+from curate._version import __version__
+
+__all__ = ["__version__", "load_pipeline", "run_pipeline"]
 
 
 def load_pipeline(path, overrides: list[str] | None = None):
@@ -17,7 +19,11 @@ def load_pipeline(path, overrides: list[str] | None = None):
 
 
 def run_pipeline(pipeline, output: str, **options):
-    """Run (or resume) a pipeline into `output`; see `curate.runner.run.run_pipeline` for the options."""
+    """Make the quickstart corpus if the pipeline reads it, then run (or resume) the pipeline into `output`;
+    see `curate.runner.run.run_pipeline` for the options."""
     from curate.runner.run import run_pipeline as run
+    from curate.sample.quickstart import ensure_sample
+
+    ensure_sample(pipeline.sample, pipeline.uses_sample)
 
     return run(pipeline, output, **options)

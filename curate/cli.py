@@ -32,12 +32,15 @@ def _run(args) -> int:
 def _run_logged(args, pipeline, output: str, log_path: str | None) -> int:
     from curate.runner.progress import Progress
     from curate.rundir import RunDir
-    from curate.runner.run import render, run_pipeline
+    from curate.runner.run import render, run_pipeline, storage_errors
     from curate.runner.summary import compile_note, model_notes
+    from curate.sample.quickstart import ensure_sample
 
     started = time.monotonic()
     logging.getLogger("curate").info("run %s -> %s%s", args.pipeline, output, f" (log: {log_path})" if log_path else "")
     progress = Progress(quiet=args.quiet, interval=0.0 if args.verbose else 5.0)
+    with storage_errors("sample.dir", (pipeline.sample or {}).get("dir", "")):
+        ensure_sample(pipeline.sample, pipeline.uses_sample)  # the quickstart corpus, made once where the recipe reads it
     rows = run_pipeline(pipeline, output, until=args.until, inline=args.inline, address=args.address,
                         workers=args.workers, progress=progress)
     run = RunDir(_absolute(output))

@@ -1,15 +1,21 @@
-"""Shared fixtures: a small sample corpus made once per session, and helpers to run pipelines."""
+"""Shared fixtures: a small sample corpus made once per session, helpers to run pipelines, and `run_stage`,
+which runs one stage inline on a tiny run directory."""
 
 from __future__ import annotations
 
 import hashlib
 import os
 import shutil
+from dataclasses import dataclass
 from pathlib import Path
 
+import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 
 from curate.cli import main
+from curate.io import fs
+from curate.rundir import RunDir
 from curate.sample import make_sample
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -53,3 +59,104 @@ def env_with(**extra) -> dict:
     env = dict(os.environ)
     env.update({k: str(v) for k, v in extra.items()})
     return env
+
+
+# ---- one stage, inline, on a tiny run directory ---------------------------------------------------
+
+@dataclass
+class StageRun:
+    """What `run_stage` left: the run directory, the stage object, and readers of what it wrote."""
+
+    run: RunDir
+    stage: object
+    counts: list  # the accounting phase's per-shard counts, in plan order
+
+    def ledger(self) -> pa.Table:
+        """Every ledger row the stage wrote (id, source, stage, reason, detail), sorted by source and id."""
+        files = sorted(Path(self.run.path("ledger", self.stage.name)).rglob("*.parquet"))
+        if not files:
+            return pa.table({"id": pa.array([], pa.string()), "reason": pa.array([], pa.string())})
+        return pa.concat_tables(pq.read_table(f) for f in files).sort_by([("source", "ascending"), ("id", "ascending")])
+
+    def table(self, *parts: str) -> pa.Table:
+        """Every Parquet file under RUN/<parts...> (a side table such as `signals`), concatenated."""
+        files = sorted(Path(self.run.path(*parts)).rglob("*.parquet"))
+        return pa.concat_tables([pq.read_table(f) for f in files], promote_options="default")
+
+
+def write_docs(run: RunDir, docs: dict, shard_rows: int) -> list[dict]:
+    """RUN/docs/<source>/<shard>.parquet from {source: [text or {id, text, ...}]} (ids default to <source>-<i>),
+    `shard_rows` documents per shard; returns the shards as an ingest record lists them."""
+    shards = []
+    for source, rows in docs.items():
+        rows = [{"text": r} if isinstance(r, str) else dict(r) for r in rows]
+        for i, r in enumerate(rows):
+            r.setdefault("id", f"{source}-{i}")
+        for n, start in enumerate(range(0, max(len(rows), 1), shard_rows)):
+            part = rows[start:start + shard_rows]
+            table = pa.Table.from_pylist(part) if part else pa.table({"id": pa.array([], pa.string()), "text": pa.array([], pa.string())})
+            table = table.select(["id", "text", *[c for c in table.column_names if c not in ("id", "text")]])
+            os.makedirs(run.path("docs", source), exist_ok=True)
+            pq.write_table(table, run.docs(source, f"{n:05d}"))
+            shards.append({"source": source, "shard": f"{n:05d}", "input": f"{source}.parquet"})
+    return shards
+
+
+def assert_accounting(run: RunDir, stage: str, counts: list) -> None:
+    """The accounting identity of one stage: per shard, in == kept + removed, and the ledger holds every removed id."""
+    for c in counts:
+        removed = sum(c["removed"].values())
+        assert c["in"] == c["kept"] + removed, c
+        path = run.ledger(stage, c["source"], c["shard"])
+        assert (pq.read_metadata(path).num_rows if fs.exists(path) else 0) == removed, c
+
+
+@pytest.fixture
+def run_stage(tmp_path):
+    """run_stage(kind_or_class, options, docs={source: [...]}, before=[(kind_or_class, options), ...]) -> StageRun.
+
+    Writes the docs as an ingest step would (no reader runs), loads a pipeline of `ingest`, the `before`
+    steps and the stage (so the options are validated, the chain checked and derived defaults resolved), runs
+    each step after ingest inline, asserts the accounting identity of each, and returns the last. A class
+    (a stage written in a test) is registered for this run only, under its KIND."""
+    from curate.config.pipeline import validate
+    from curate.rundir import IngestRecord
+    from curate.runner.phaserunner import PhaseRunner
+    from curate.runner.progress import Progress
+    from curate.stages import STAGES
+
+    def run_stage(stage, options: dict | None = None, docs: dict | None = None, before=(), shard_rows: int = 1000,
+                  batch_rows: int = 8192, sample: bool = False) -> StageRun:
+        run = RunDir(str(tmp_path / "run"))
+        steps = [*before, (stage, options or {})]
+        registry = dict(STAGES)
+        stages_cfg, names = {"ingest": {}}, []
+        for i, (kind, opts) in enumerate(steps):
+            if isinstance(kind, type):
+                registry[kind.KIND] = kind
+                kind = kind.KIND
+            name = kind if kind not in names and kind != "ingest" else f"{kind}_{i}"
+            names.append(name)
+            stages_cfg[name] = {"use": kind, **opts}
+        docs = docs or {"web": ["a first document", "a second document"]}
+        sample_dir = tmp_path / "sample"
+        sources = {s: {"format": "parquet", "paths": str((sample_dir if sample else tmp_path / "in") / s / "*.parquet")} for s in docs}
+        pipeline = validate({"name": "unit", "sample": {"dir": str(sample_dir)}, "sources": sources,
+                             "execution": {"batch_rows": batch_rows}, "stages": stages_cfg}, str(tmp_path / "unit.yaml"), registry)
+        run.publish("ingest", IngestRecord(write_docs(run, docs, shard_rows)))
+        runner = PhaseRunner(run, Progress(quiet=True), True, None, 1, 0, None)
+        removing, last = [], None
+        for cfg in pipeline.stages[1:]:
+            cls = registry[cfg.kind]
+            obj = cls(cfg.name, cfg.options, pipeline, run, list(removing), dict(cfg.upstream))
+            tasks = obj.plan()
+            obj.execute(tasks, runner.for_stage(cfg.name, {}))
+            counts = run.markers(cfg.name)
+            assert_accounting(run, cfg.name, counts)
+            if cls.REMOVES:
+                removing.append(cfg.name)
+            last = StageRun(run, obj, counts)
+        runner.close()
+        return last
+
+    return run_stage

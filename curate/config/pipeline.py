@@ -13,6 +13,7 @@ from typing import Mapping
 import yaml
 
 from curate.config.chain import check_chain, final_last
+from curate.config.derive import derive_defaults
 from curate.config.interpolate import interpolate
 from curate.config.schema import Field, check_finite, check_mapping, describe, suggest
 from curate.config.yaml_strict import DuplicateKeyError, one_line
@@ -112,10 +113,15 @@ class Pipeline:
     @property
     def uses_sample(self) -> bool:
         """Whether a source reads the quickstart corpus (`sample.dir`), which curate makes itself offline."""
-        if not self.sample:
-            return False
-        root = os.path.normpath(self.sample["dir"])
-        return any(os.path.normpath(p).startswith(root + os.sep) for s in self.sources.values() for p in s.paths)
+        return reads_sample(self.sample, self.sources)
+
+
+def reads_sample(sample: dict | None, sources: dict[str, Source]) -> bool:
+    """Whether some source's paths lie inside `sample.dir`."""
+    if not sample:
+        return False
+    root = os.path.normpath(sample["dir"])
+    return any(os.path.normpath(p).startswith(root + os.sep) for s in sources.values() for p in s.paths)
 
 
 def canonical_json(value) -> str:
@@ -200,6 +206,7 @@ def validate(raw: dict, file: str, registry: Mapping[str, type]) -> Pipeline:
     steps = _validate_stages(top["stages"], sources, file, registry)
     stages = final_last([s for s in steps if s.enabled], registry)
     check_chain(stages, registry, file)
+    derive_defaults(stages, registry, file, reads_sample(top["sample"], sources))
     execution = top["execution"]
     resolved = {**top, "priority": priority,
                 "stages": {s.name: {"use": s.kind, **({} if s.enabled else {"enabled": False}), **s.options} for s in steps}}

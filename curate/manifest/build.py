@@ -10,7 +10,7 @@ import re
 from collections import Counter
 from datetime import datetime, UTC
 
-import curate
+from curate._version import __version__
 from curate.errors import CurateError
 from curate.io import fs
 
@@ -26,7 +26,7 @@ COMPUTED = ("files", "created_at", "created_by", "versions")
 
 def versions() -> dict[str, str]:
     """package -> version for curate, Python and every package in VERSIONED that is installed."""
-    found = {"curate": curate.__version__, "python": platform.python_version()}
+    found = {"curate": __version__, "python": platform.python_version()}
     for name in VERSIONED:
         try:
             found[name] = importlib.metadata.version(name)
@@ -65,7 +65,7 @@ def write_manifest(run: str, body: dict, files: list[str], *, storage_options: d
     manifest = dict(body)
     manifest.setdefault("format_version", schema.FORMAT_VERSION)  # the writer knows which format it writes
     manifest["created_at"] = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-    manifest["created_by"] = f"curate {curate.__version__}"
+    manifest["created_by"] = f"curate {__version__}"
     manifest["versions"] = versions()
     # fail on a wrong body before hashing what may be terabytes; placeholders stand in for the digests
     manifest["files"] = [{"path": p, "bytes": 0, "sha256": "0" * 64} for p in paths]

@@ -70,13 +70,11 @@ def _child(job_path: str) -> None:
 def _train_in_fresh_process(job: dict) -> list[float]:
     """Run `_child` in a new interpreter (a clean heap for fastText; no re-import of the caller's
     __main__, unlike multiprocessing's spawn) and return P(positive) for the holdout lines."""
-    import curate
-
     base = Path(job["out"])
     job_path = base.parent / f".{base.name}.job.json"
     job["result"] = str(base.parent / f".{base.name}.result.json")
     env = dict(os.environ)
-    root = str(Path(curate.__file__).resolve().parents[1])
+    root = str(Path(__file__).resolve().parents[2])  # the folder holding the curate package
     env["PYTHONPATH"] = root + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
     try:
         job_path.write_text(json.dumps(job), encoding="utf-8")

@@ -19,21 +19,12 @@ import uuid
 
 from curate.errors import CurateError
 from curate.io import fs
+from curate.io.process import alive
 
 log = logging.getLogger("curate")
 HEARTBEAT_SECONDS = 20
 STALE_SECONDS = 90
 CORRUPT = "_corrupt"
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 class RunLock:
@@ -87,7 +78,7 @@ class RunLock:
 
     def _stale(self, holder: dict) -> bool:
         if holder.get("host") == socket.gethostname() and isinstance(holder.get("pid"), int):
-            return not _alive(holder["pid"]) or holder["pid"] == os.getpid()
+            return not alive(holder["pid"]) or holder["pid"] == os.getpid()
         return time.time() - float(holder.get("heartbeat", 0)) > STALE_SECONDS
 
     def _beat(self) -> None:

@@ -16,7 +16,8 @@ import glob
 import json
 import os
 
-from curate.runner.watcher import alive, reap
+from curate.io.process import alive
+from curate.runner.watcher import reap
 
 MARK = "curate-driver.json"
 

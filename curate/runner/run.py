@@ -11,8 +11,6 @@ from __future__ import annotations
 
 import logging
 import os
-import tempfile
-import time
 from contextlib import contextmanager
 
 import yaml
@@ -59,29 +57,6 @@ def build_stages(pipeline: Pipeline, run: RunDir, until: str | None):
     return stages
 
 
-def ensure_sample(pipeline: Pipeline) -> None:
-    """Make the quickstart corpus when the pipeline still points into `sample.dir` and it is not there yet.
-    A `sample.dir` in object storage (the corpus a cluster's nodes read) is made locally, then uploaded."""
-    sample = pipeline.sample
-    if not pipeline.uses_sample:
-        return
-    remote = "://" in sample["dir"]
-    root = sample["dir"].rstrip("/") if remote else os.path.normpath(sample["dir"])
-    if fs.exists(fs.join(root, "_SUCCESS")):
-        return
-    from curate.sample import make_sample
-
-    log.info("making the sample corpus in %s (%d documents, seed %d) ...", root, sample["docs"], sample["seed"])
-    started = time.monotonic()
-    if remote:
-        with tempfile.TemporaryDirectory(prefix="curate-sample-") as local:
-            make_sample(local, docs=sample["docs"], seed=sample["seed"])
-            fs.upload_tree(local, root, last="_SUCCESS")
-    else:
-        make_sample(root, docs=sample["docs"], seed=sample["seed"])
-    log.info("sample corpus ready in %.1fs", time.monotonic() - started)
-
-
 def placement(pipeline: Pipeline, run: RunDir) -> Placement:
     """What the run asks of a Ray cluster: its local paths (output, inputs, model and term files), which a
     cluster of several nodes refuses unless `execution.shared_fs`, and the variables to forward."""
@@ -113,8 +88,6 @@ def run_pipeline(pipeline: Pipeline, output: str, until: str | None = None, inli
     if os.path.isfile(run.root):
         raise CurateError(f"--output {output}: is a file; give a directory (it is made if missing) or an fsspec URI")
     progress = progress or Progress()
-    with storage_errors("sample.dir", (pipeline.sample or {}).get("dir", "")):
-        ensure_sample(pipeline)
     clear_cache()
     stages = build_stages(pipeline, run, until)
     for stage in stages:

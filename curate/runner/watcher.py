@@ -21,6 +21,8 @@ import subprocess
 import sys
 import time
 
+from curate.io.process import alive
+
 
 class Watcher:
     """The driver's end: the pipe to the watcher process."""
@@ -83,20 +85,6 @@ def reap(session: str, spare: tuple[int, ...] = (), grace: float = 3.0) -> int:
     for pid in pids:
         _signal(pid, signal.SIGKILL)
     return found
-
-
-def alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    try:  # a zombie (exited, not yet waited for) no longer runs anything
-        with open(f"/proc/{pid}/stat") as handle:
-            return handle.read().rsplit(")", 1)[-1].split()[0] != "Z"
-    except OSError:
-        return False
 
 
 def _signal(pid: int, sig: int) -> None:

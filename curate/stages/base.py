@@ -49,6 +49,12 @@ class Stage(ABC):
     def validate_options(cls, options: dict, sources: dict, file: str, key: str) -> None:
         """Checks across options (beyond types and bounds); raise ConfigError."""
 
+    @classmethod
+    def predicates(cls, options: dict, file: str, key: str) -> list[str]:
+        """The SQL predicates a step with these options evaluates (a filter's rules): the derived defaults
+        read them, e.g. signals add `dt_words` when one names it (`curate.config.derive`)."""
+        return []
+
     def preflight(self) -> None:
         """Checks that need more than the options (a model file loads, a tokenizer exists), run before any
         task of the run starts; raise CurateError."""

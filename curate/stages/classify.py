@@ -79,7 +79,7 @@ class ClassifyStage(ShardStage):
 
     # ---- driver ---------------------------------------------------------------------------------
     def models(self) -> dict[str, ModelChoice]:
-        return choose_models(self.options["models"], self.pipeline)
+        return choose_models(self.options["models"])
 
     def preflight(self) -> None:
         """Every model loads (cheap checks: path, config, labels, tokenizer) before any task of the run."""

@@ -31,6 +31,7 @@ log = logging.getLogger("curate")
 @stage("dedup")
 class DedupStage(ClusterStage):
     NEEDS = ("docs", "minhash")
+    PRODUCES = ("clusters",)   # RUN/<step>/clusters: the size of every kept document's cluster (mix's rehydrate)
     REASON = "minhash_duplicate_of"
     OPTIONS = {
         "minhash": Field((str,), default=None, nullable=True, doc="the minhash step to read (default: the last one before this)"),

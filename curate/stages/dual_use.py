@@ -77,7 +77,7 @@ class DualUseStage(ShardStage):
 
     def model(self):
         m = self.options["model"]
-        return None if m is None else model_choice("dual_use", {**m, "sources": None, "standin": None}, self.pipeline)
+        return None if m is None else model_choice("dual_use", {**m, "sources": None, "standin": None})
 
     def preflight(self) -> None:
         Blocklist.from_file(self.terms_path())  # a missing or empty term file fails here, in one line

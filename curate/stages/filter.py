@@ -80,6 +80,11 @@ class FilterStage(ShardStage):
         for source, predicate in options["where"].items():
             check_expression(predicate, file, f"{key}.where.{source}")  # column names: checked when the stage is planned
 
+    @classmethod
+    def predicates(cls, options, file, key):
+        names = [n for names in options["recipes"].values() for n in names]
+        return [r.predicate for n in names for r in load_recipe(n, file, f"{key}.recipes")] + list(options["where"].values())
+
     def rules(self, source: str) -> list[Rule]:
         out = []
         for who in (ALL, source):

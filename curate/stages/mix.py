@@ -57,6 +57,7 @@ def cached_tokenizer(spec: str, identity: str = ""):
 
 @stage("mix")
 class MixStage(ShardStage):
+    USES = ("clusters",)
     PRODUCES = ("mix",)
     REMOVES = True
     COLUMNS = ["id"]
@@ -75,6 +76,8 @@ class MixStage(ShardStage):
         "allow_epochs": Field((float,), default=ALLOW_EPOCHS, min=1.0,
                               doc="the most epochs of any source accepted without an error (more than 4 is a warning)"),
         "seed": Field((int,), default=0),
+        "tokenizer": Field((str,), default=None, nullable=True,
+                           doc="the tokenizer tokens are measured with; default: the tokenize step's (else gpt2), resolved at load"),
         "rehydrate": Field((dict,), default=None, nullable=True, item=Field((float,), min=0.0),
                            doc="weight by dedup cluster size, FineWeb-2 style: {size threshold: weight}, e.g. {1: 1, 2: 2, 5: 3, 100: 1}"),
     }
@@ -130,16 +133,13 @@ class MixStage(ShardStage):
         return next((m for m in self.MODES if self.options[m] is not None), "epochs")
 
     def tokenizer_spec(self) -> str:
-        """The pipeline's tokenize step's tokenizer (read from the configuration), else gpt2."""
-        later = [s for s in self.pipeline.stages if s.kind == "tokenize"]
-        return later[0].options["tokenizer"] if later else "gpt2"
+        """The tokenizer tokens are measured with (resolved at load: the tokenize step's, else gpt2)."""
+        return self.options["tokenizer"] or "gpt2"
 
     def dedup_step(self) -> str | None:
-        """The last dedup step before this one: its clusters table says how many documents each kept one stands for."""
-        names = [s.name for s in self.pipeline.stages]
-        before = self.pipeline.stages[:names.index(self.name)]
-        found = [s.name for s in before if s.kind == "dedup"]
-        return found[-1] if found else None
+        """The last dedup step before this one (from the chain): its clusters table says how many documents each
+        kept one stands for."""
+        return self.upstream.get("clusters")
 
     def execute(self, tasks, run_phase) -> None:
         if self.options["rehydrate"] is not None and self.dedup_step() is None:

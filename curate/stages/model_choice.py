@@ -109,14 +109,14 @@ class ModelChoice:
                 f"{unit}: {cost['seconds_per_1000']:.3f}s per 1,000, {cost['hours_per_billion']:,.0f} {unit}-hours per billion")
 
 
-def choose_models(options: dict, pipeline) -> dict[str, ModelChoice]:
-    """The step's models as this run uses them (a stand-in replaces a model on the sample corpus)."""
-    return {name: model_choice(name, m, pipeline) for name, m in options.items()}
+def choose_models(options: dict) -> dict[str, ModelChoice]:
+    """The step's models as this run uses them (a stand-in replaces a model: kept at load on the sample corpus only)."""
+    return {name: model_choice(name, m) for name, m in options.items()}
 
 
-def model_choice(name: str, m: dict, pipeline) -> ModelChoice:
-    """One model (options as MODEL_OPTIONS) as this run uses it."""
-    standin = m["standin"] if m["standin"] and pipeline.uses_sample else None
+def model_choice(name: str, m: dict) -> ModelChoice:
+    """One model (options as MODEL_OPTIONS) as this run uses it: its stand-in when the options still name one."""
+    standin = m["standin"] or None
     kind, path, label = (standin["kind"], standin["path"], standin["label"]) if standin else (m["kind"], m["path"], m["label"])
     spec = ModelSpec(name, kind, path, label, m["max_chars"], m["max_tokens"],
                      m["windows"] if kind != "fasttext" else "truncate", m["batch_tokens"], m["dtype"])

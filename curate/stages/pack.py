@@ -42,7 +42,7 @@ class PackStage(Stage):
     TABLES = ("tokens/_shards",)
 
     def owned_paths(self) -> list[str]:
-        return [self.run.path("tokens", "_merged"), *super().owned_paths(),
+        return [*super().owned_paths(),
                 *(p for p in fs.glob(self.run.path("tokens", "*")) if not p.rstrip("/").endswith(("/docs", "/_shards")))]
 
     def source_outputs(self, source: str) -> list[str]:

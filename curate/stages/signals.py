@@ -77,27 +77,16 @@ class SignalsStage(ShardStage):
     }
 
     def dt_words(self) -> bool:
-        """Whether to add `dt_words`: as configured, else when some filter step's rules read it."""
-        if self.options["datatrove_words"] is not None:
-            return self.options["datatrove_words"]
-        from curate.recipes import load_recipe
-
-        for step in self.pipeline.stages:
-            if step.kind == "filter":
-                names = [n for names in step.options["recipes"].values() for n in names]
-                rules = [r for n in names for r in load_recipe(n, self.pipeline.file, f"stages.{step.name}.recipes")]
-                predicates = [r.predicate for r in rules] + list(step.options["where"].values())
-                if any("dt_words" in p for p in predicates):
-                    return True
-        return False
+        """Whether to add `dt_words`: as configured, or as derived from the filter steps' rules at load."""
+        return bool(self.options["datatrove_words"])
 
     def kernels(self) -> tuple[str, ...]:
         return ("signals", "datatrove_words") if self.dt_words() else ("signals",)
 
     def reads(self, tasks, source):
-        """Whether dt_words is added (it follows the filter steps' rules), and the files it reads, by content."""
+        """The files it reads, by content (whether dt_words is added is an option, derived at load)."""
         o = self.options
-        return {"dt_words": self.dt_words(), "ut1_domains": file_identity(o["ut1_domains"]),
+        return {"ut1_domains": file_identity(o["ut1_domains"]),
                 "ml_models": {n: file_identity(p) for n, p in o["ml_models"].items()},
                 "importance": {n: [file_identity(p) for p in paths] for n, paths in o["importance"].items()}}
 
