@@ -161,6 +161,8 @@ def _run_locked(pipeline, run, stages, first, until, inline, address, workers, p
             upstream = upstream_of(stage, done, pipeline.sources)
             done[stage.name] = settle(run, stage, upstream, tasks)
             stage.execute(tasks, runner.for_stage(stage.name, upstream))
+            if stage.keyed_tables():
+                run.publish_tables(stage.name, stage.keyed_tables())
             state = run.read_json(run.stage_file(stage.name))
             run.write_json(run.stage_file(stage.name), {**state, "complete": True})
         if until is not None:

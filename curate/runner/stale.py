@@ -13,7 +13,7 @@ import logging
 
 from curate.io import fs
 from curate.rundir import RunDir
-from curate.rundir.layout import TABLES
+from curate.rundir.layout import RESERVED, TABLES
 
 log = logging.getLogger("curate")
 
@@ -30,6 +30,8 @@ def remove_stale(run: RunDir, pipeline, registry) -> None:
                     log.info("removing outputs of stage '%s', which the pipeline no longer has (or has switched off)", name)
                     gone.add(name)
                 fs.remove(path)
+                if kind == "_state" and name not in RESERVED and fs.exists(run.path(name)):
+                    fs.remove(run.path(name))   # the step's own tables, RUN/<step>/
     for path in fs.glob(run.path("*", "clusters")):
         owner = path.rstrip("/").rsplit("/", 2)[-2]
         if owner not in steps:

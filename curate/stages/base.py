@@ -39,6 +39,8 @@ class Stage(ABC):
     TABLES: tuple[str, ...] = ()           # per-source folders it writes: RUN/<table>/<source>/ ("tokens/docs")
     PIPELINE_READS: tuple[str, ...] = ()   # pipeline settings it reads beyond its options, e.g. ("priority",)
     SOURCE_OPTIONS: tuple[str, ...] = ()   # options keyed by source (and `all`): a source depends on its entries only
+    VIEW = ""   # it writes a table keyed by id under its own name, RUN/<step>/<source>/, shown in `curate query` as
+                # a view named after the step and in this view over every step of the kind ("signals", "scores")
 
     def __init__(self, name: str, options: dict, pipeline: Pipeline, run: RunDir, previous: list[str],
                  upstream: dict[str, str]):
@@ -76,6 +78,26 @@ class Stage(ABC):
                     **{f"reads.{k}": v for k, v in (self.reads(tasks, s) or {}).items()},
                     "upstream": upstream.get(s, "")} for s in sources}
 
+    @classmethod
+    def keyed_columns(cls, options: dict | None) -> list[str]:
+        """The columns (besides `id` and `source`) of the id-keyed table a step of this kind writes with `options`;
+        with None, every column a step of this kind may write. A name may end in `*` (a prefix: `quality_*`).
+        Lets a filter rule that reads a column no earlier step writes fail at load (config/chain.py)."""
+        return []
+
+    @classmethod
+    def predicates(cls, options: dict, file: str, key: str) -> list[tuple[str, str]]:
+        """(label, SQL predicate) of every rule a step of this kind evaluates over documents and earlier steps'
+        tables, so the columns they read are checked at load (config/chain.py `check_columns`)."""
+        return []
+
+    def keyed_tables(self) -> list[dict]:
+        """The id-keyed tables this step wrote, as its record lists them (see `RunDir.publish_tables`)."""
+        if not self.VIEW:
+            return []
+        return [{"name": self.name, "view": self.VIEW, "kind": self.KIND, "path": self.name, "key": ["source", "id"],
+                 "columns": self.keyed_columns(self.options)}]
+
     def options_for(self, source: str) -> dict:
         """The options that concern `source` (see `reads.options_for`); a stage may narrow them further."""
         return options_for(self.options, source, self.SOURCE_OPTIONS)
@@ -88,12 +110,13 @@ class Stage(ABC):
     def owned_paths(self) -> list[str]:
         """Everything this stage writes, removed when a GLOBAL stage changes."""
         return [self.run.path("ledger", self.name), self.run.state(self.name), self.run.work(self.name),
-                *(self.run.path(*t.split("/")) for t in self.TABLES)]
+                *(self.run.path(*t.split("/")) for t in self.TABLES), *([self.run.path(self.name)] if self.VIEW else [])]
 
     def source_outputs(self, source: str) -> list[str]:
         """What this stage wrote for one source, removed when that source's fingerprint changes (the markers
         of its unkeyed phases are removed by the runner)."""
-        return [self.run.path("ledger", self.name, source), *(self.run.path(*t.split("/"), source) for t in self.TABLES)]
+        return [self.run.path("ledger", self.name, source), *(self.run.path(*t.split("/"), source) for t in self.TABLES),
+                *([self.run.path(self.name, source)] if self.VIEW else [])]
 
     @abstractmethod
     def plan(self) -> list[Task]:
