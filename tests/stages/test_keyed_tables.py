@@ -46,5 +46,5 @@ def test_dt_words_without_a_signals_step_fails_at_load(tmp_path):
 
 
 def test_a_step_table_cannot_take_a_run_folder_name(tmp_path):
-    with pytest.raises(ConfigError, match="'kept' is a folder of every run; rename the step"):
-        load_pipeline(_pipeline(tmp_path, "  kept: {use: signals}\n"), None, STAGES)
+    with pytest.raises(ConfigError, match="'ledger' is a folder of every run; rename the step"):
+        load_pipeline(_pipeline(tmp_path, "  ledger: {use: signals}\n"), None, STAGES)

@@ -74,13 +74,13 @@ def test_filter_and_query_see_a_new_signal(new_signal_run):
     assert record["tables"] == [{"name": "chars", "view": "char_counts", "kind": "char_count", "path": "chars",
                                  "key": ["source", "id"], "columns": ["n_chars", "n_chars_sq"]}]
     kept = _ids(run, "SELECT id FROM kept ORDER BY id")
-    assert sorted(kept) == sorted(f"d{i}" for i in range(12) if 20 < 5 * i + 1 and (5 * i + 1) ** 2 < 2500)
+    assert sorted(kept) == sorted(f"a/in.jsonl/{i}" for i in range(12) if 20 < 5 * i + 1 and (5 * i + 1) ** 2 < 2500)
     removed = _ids(run, "SELECT id FROM ledger ORDER BY id")
     assert len(kept) + len(removed) == 12 and not set(kept) & set(removed)   # kept + ledger == input
-    detail = query(str(run), "SELECT detail FROM ledger WHERE id = 'd0'", fmt="csv")
+    detail = query(str(run), "SELECT detail FROM ledger WHERE id = 'a/in.jsonl/0'", fmt="csv")
     assert "n_chars=1" in detail, "the ledger detail shows the new signal's value"
-    assert _ids(run, "SELECT id FROM chars WHERE n_chars = 6") == ["d1"]          # the step's own view
-    assert _ids(run, "SELECT id FROM char_counts WHERE n_chars_sq = 36") == ["d1"]  # the view of its kind
+    assert _ids(run, "SELECT id FROM chars WHERE n_chars = 6") == ["a/in.jsonl/1"]  # the step's own view
+    assert _ids(run, "SELECT id FROM char_counts WHERE n_chars_sq = 36") == ["a/in.jsonl/1"]  # the view of its kind
 
 
 def test_rule_reading_a_column_no_earlier_step_writes_fails_at_load(tmp_path, capsys):
