@@ -12,6 +12,7 @@ from typing import Mapping
 
 from curate.errors import ConfigError
 
+TABLES = "tables"   # a USES entry: every id-keyed table of the earlier steps (`Stage.VIEW`)
 RUN_FOLDERS = ("docs", "kept", "quarantine", "ledger", "tokens", "_work", "_state")  # rundir/layout.py RESERVED
 
 
@@ -40,6 +41,8 @@ def check_chain(steps: list, registry: Mapping[str, type], file: str) -> None:
         for use in cls.USES:
             if use in provided:
                 step.upstream[use] = provided[use]
+        if TABLES in cls.USES:   # it reads every id-keyed table before it, so each is part of its fingerprint
+            step.upstream.update({f"{TABLES}.{name}": name for name in keyed_steps(steps, registry, step.name)})
         for product in cls.PRODUCES:
             provided[product] = step.name
         if cls.VIEW and step.name in RUN_FOLDERS:

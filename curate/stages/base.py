@@ -15,7 +15,8 @@ class Stage(ABC):
     """A pipeline step. Subclasses set OPTIONS and the chain declarations, and implement `plan` and `execute`.
 
     - NEEDS: what earlier steps must provide (checked when the pipeline loads), e.g. ("minhash",).
-    - USES: what it reads when an earlier step provides it (a filter joins signals and scores if present).
+    - USES: what it reads when an earlier step provides it; "tables": every earlier step's id-keyed table (a
+      filter joins them all, see VIEW).
     - PRODUCES: what it provides to later steps (files in the run directory and a record, see rundir).
     - REMOVES: it writes ledger rows for documents; later steps no longer see them.
     - FINAL: it describes the finished run (after the kept documents are written), so it comes last.
@@ -81,8 +82,9 @@ class Stage(ABC):
     @classmethod
     def keyed_columns(cls, options: dict | None) -> list[str]:
         """The columns (besides `id` and `source`) of the id-keyed table a step of this kind writes with `options`;
-        with None, every column a step of this kind may write. A name may end in `*` (a prefix: `quality_*`).
-        Lets a filter rule that reads a column no earlier step writes fail at load (config/chain.py)."""
+        with None, the columns only a step of this kind writes (names no document column would take: `rps_*`,
+        `dt_words`), so a rule that reads one with no such step before it fails at load (config/chain.py).
+        A name may end in `*` (a prefix: `quality_*`)."""
         return []
 
     @classmethod

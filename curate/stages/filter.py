@@ -61,7 +61,7 @@ def detail_sql(rules: list[Rule], columns: list[str]) -> tuple[str, str]:
 
 @stage("filter")
 class FilterStage(ShardStage):
-    USES = ("signals", "scores")
+    USES = ("tables",)   # every id-keyed table of the earlier steps (config/chain.py)
     REMOVES = True
     SOURCE_OPTIONS = ("recipes", "where")
     OPTIONS = {

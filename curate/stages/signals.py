@@ -80,7 +80,7 @@ class SignalsStage(ShardStage):
     @classmethod
     def keyed_columns(cls, options):
         if options is None:
-            return ["rps_*", "ccnet_*", "lang", "lang_score", "dt_words"]
+            return ["rps_*", "ccnet_*", "dt_words"]   # not lang: a source may have a `lang` column of its own
         return ["rps_*", "ccnet_*", *(["lang", "lang_score"] if options["langid"] else []),
                 *([] if options["datatrove_words"] is False else ["dt_words"])]
 

@@ -25,6 +25,9 @@ def _pipeline(tmp_path, steps: str):
 def test_two_signals_steps_coexist(tmp_path):
     f = _pipeline(tmp_path, "  signals: {langid: false}\n  more_signals: {use: signals, langid: false}\n"
                             "  filter: {where: {all: 'rps_doc_word_count >= 20'}}\n")
+    [step] = [s for s in load_pipeline(f, None, STAGES).stages if s.kind == "filter"]
+    assert step.upstream == {"docs": "ingest", "tables.signals": "signals", "tables.more_signals": "more_signals"}, \
+        "both tables the filter reads are part of its fingerprint (a changed signals step recomputes it)"
     assert run_cli(f, "--output", tmp_path / "run", "--inline", "-q") == 0
     run = tmp_path / "run"
     assert sorted(p.name for p in (run / "signals" / "a").glob("*.parquet")) == sorted(p.name for p in (run / "more_signals" / "a").glob("*.parquet"))
