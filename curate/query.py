@@ -1,11 +1,4 @@
-"""DuckDB views over a run directory, so a run can be inspected (and re-thresholded) with SQL.
-
-Views: the run's tables (`docs`, `kept`, `signals`, `scores`, `dual_use`, `quarantine`: one row per
-document, with `source`), `ledger`, `clusters` and `tokens`, as they appear. A source's own `source` column, if it has one
-(Zyda does), is shown as `source_column`. In `clusters`, `kept_by_dedup` says whether the dedup step kept the document
-(a later step may still remove it) and `in_kept` whether it is in kept/ at the end (NULL before the run wrote kept/).
-`tokens` has one row per tokenized document: `source`, `id`, `tokens` (its token count, with the EOS the tokenize step adds) and `copies` (how
-many times the mix writes it). Remote runs (s3://, gs://, ...) are read through fsspec.
+"""`curate query`: SQL over a run directory's views (curate/rundir/views.py), read-only, as a table, CSV, JSON or a file.
 """
 
 from __future__ import annotations
@@ -19,48 +12,9 @@ import duckdb
 
 from curate.errors import CurateError
 from curate.io import fs
-from curate.rundir import RunDir
-from curate.rundir.layout import SOURCED, TABLES
-from curate.sql import connect as sql_connect
-from curate.sql import quote, read_parquet
+from curate.rundir.views import connect
+from curate.sql import quote
 from curate.sql_guard import read_only_statement
-
-
-def connect(root: str) -> duckdb.DuckDBPyConnection:
-    """A DuckDB connection with one view per table the run has produced so far."""
-    run = RunDir(root.rstrip("/") if "://" in root else os.path.abspath(root))
-    if not fs.exists(run.pipeline_file):
-        raise CurateError(f"{root}: not a run directory (no pipeline.yaml); run `curate run PIPELINE --output {root}` first")
-    con = sql_connect(threads=None, readable=(run.root,))  # reads the run's files and nothing else
-    for view in TABLES:
-        parts = []
-        for source in run.table_sources(view):
-            scan = read_parquet(con, run.table_glob(view, source), "union_by_name=true")
-            columns = [r[0] for r in con.sql(f"DESCRIBE SELECT * FROM {scan}").fetchall()]
-            if view in SOURCED and "source" in columns:  # its files carry `source` (rundir/tables.py)
-                parts.append(f"SELECT * FROM {scan}")
-                continue
-            rename = " RENAME (source AS source_column)" if "source" in columns else ""
-            parts.append(f"SELECT {quote(source)} AS source, *{rename} FROM {scan}")
-        if parts:
-            con.execute(f"CREATE VIEW {view} AS " + " UNION ALL BY NAME ".join(parts))
-    if fs.glob(run.ledger_glob()):
-        con.execute(f"CREATE VIEW ledger AS SELECT * FROM {read_parquet(con, run.ledger_glob())}")
-    if fs.glob(run.clusters_glob()):
-        scan = f"SELECT * RENAME (kept AS kept_by_dedup) FROM {read_parquet(con, run.clusters_glob())}"
-        kept = "(SELECT DISTINCT source, id, true AS in_kept FROM kept)" if "kept" in _views(con) else None
-        con.execute(f"CREATE VIEW clusters AS SELECT c.*, coalesce(k.in_kept, false) AS in_kept FROM ({scan}) c "
-                    f"LEFT JOIN {kept} k USING (source, id)" if kept else f"CREATE VIEW clusters AS SELECT *, NULL::BOOLEAN AS in_kept FROM ({scan})")
-    parts = [f"SELECT {quote(source)} AS source, id, len(tokens) AS tokens, copies FROM "
-             f"{read_parquet(con, run.path('tokens', 'docs', source, '*.parquet'))}"
-             for source in run.table_sources("tokens/docs")] if fs.glob(run.path("tokens", "docs", "*", "*.parquet")) else []
-    if parts:
-        con.execute("CREATE VIEW tokens AS " + " UNION ALL ".join(parts))
-    return con
-
-
-def _views(con: duckdb.DuckDBPyConnection) -> set[str]:
-    return {name for (name,) in con.sql("SELECT view_name FROM duckdb_views() WHERE NOT internal").fetchall()}
 
 
 def describe(con: duckdb.DuckDBPyConnection) -> str:

@@ -65,7 +65,7 @@ def test_scores_decide_and_every_removal_is_in_the_ledger(tmp_path, sample_dir, 
     run = tmp_path / "run"
     live = sql(run, "SELECT count(*) FROM read_parquet('RUN/docs/*/*.parquet', union_by_name=true)")[0][0]
     rows = sql(run, "SELECT split_part(filename, '/', -2), id, decided_by, q_label, q_score "
-                    "FROM read_parquet('RUN/scores/*/*.parquet', filename=true)")
+                    "FROM read_parquet('RUN/quality/*/*.parquet', filename=true)")
     assert len(rows) == live, "one scores row per live document"
     scored = [r for r in rows if r[0] in ("zyda", "dolma_cc")]
     # fastText's own probabilities can exceed 1 by float rounding (1.00001); curate reports them as fastText does
@@ -95,7 +95,7 @@ def test_changing_keep_reruns_the_decision_never_the_model(tmp_path, sample_dir,
     assert run_cli(f, "--output", tmp_path / "run", "--inline", "-q", "--set", "stages.quality.keep.zyda=q_score > 0.99") == 0
     assert sum(counted) == first, "a new keep predicate must not score anything again"
     ledger = sql(tmp_path / "run", "SELECT count(*) FROM read_parquet('RUN/ledger/quality/zyda/*.parquet')")[0][0]
-    strict = sql(tmp_path / "run", "SELECT count(*) FROM read_parquet('RUN/scores/zyda/*.parquet') WHERE NOT q_score > 0.99")[0][0]
+    strict = sql(tmp_path / "run", "SELECT count(*) FROM read_parquet('RUN/quality/zyda/*.parquet') WHERE NOT q_score > 0.99")[0][0]
     assert ledger == strict
     assert run_cli(f, "--output", tmp_path / "run", "--inline", "-q", "--set", "stages.quality.models.q.max_chars=500") == 0
     assert sum(counted) == 2 * first, "a changed model setting scores again"
@@ -118,7 +118,7 @@ def test_a_cascade_decides_each_document_once_and_the_costly_model_sees_only_the
     f = pipeline(tmp_path, sample_dir, CASCADE.format(sample=sample_dir))
     assert run_cli(f, "--output", tmp_path / "run", "--inline") == 0
     run = tmp_path / "run"
-    rows = sql(run, "SELECT id, decided_by, cheap_score, costly_score FROM read_parquet('RUN/scores/*/*.parquet')")
+    rows = sql(run, "SELECT id, decided_by, cheap_score, costly_score FROM read_parquet('RUN/quality/*/*.parquet')")
     by = {r[1] for r in rows}
     assert by == {"cheap", "costly"}, "both models decide some documents"
     for _doc, decided_by, cheap, costly in rows:
@@ -134,7 +134,7 @@ def test_a_cascade_decides_each_document_once_and_the_costly_model_sees_only_the
     assert "CPU-h per billion docs" in err.out
     # audit: every cascade model on every document, the same decisions
     assert run_cli(f, "--output", tmp_path / "audit", "--inline", "-q", "--set", "stages.quality.audit=true") == 0
-    audit = sql(tmp_path / "audit", "SELECT id, decided_by, costly_score FROM read_parquet('RUN/scores/*/*.parquet')")
+    audit = sql(tmp_path / "audit", "SELECT id, decided_by, costly_score FROM read_parquet('RUN/quality/*/*.parquet')")
     assert all(r[2] is not None for r in audit)
     assert {(r[0], r[1]) for r in audit} == {(r[0], r[1]) for r in rows}
     assert tree_digest(tmp_path / "audit", ("kept", "ledger")) == tree_digest(run, ("kept", "ledger"))
@@ -195,7 +195,7 @@ def test_kill_9_mid_classify_resumes_to_identical_scores_and_outputs(tmp_path, s
     assert not (run / "summary.json").exists()
     assert subprocess.run(cmd, env=env_with()).returncode == 0
     assert run_cli(f, "--output", tmp_path / "clean", "--inline", "-q", *cmd[cmd.index("--set"):]) == 0
-    parts = ("kept", "ledger", "scores")
+    parts = ("kept", "ledger", "quality")   # the classify step's table: RUN/<step>/
     assert tree_digest(run, parts) == tree_digest(tmp_path / "clean", parts)
     assert [p.name for p in (run / "tokens").glob("*.bin")] and all(
         p.read_bytes() == (tmp_path / "clean" / "tokens" / p.name).read_bytes() for p in (run / "tokens").glob("*.*"))

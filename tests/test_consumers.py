@@ -17,7 +17,7 @@ import pytest
 from curate.tokens.tokenizer import load_tokenizer
 from conftest import ZYDA2, run_cli
 
-TABLES = ("kept", "signals", "scores", "ledger", "tokens/docs")
+TABLES = ("kept", "signals", "quality_model", "ledger", "tokens/docs")   # quality_model: the classify step (RUN/<step>/)
 
 
 @pytest.fixture(scope="module")

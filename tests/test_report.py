@@ -245,7 +245,7 @@ def test_classifier_scores_and_labels(zrun):
     [m] = c["models"]
     assert m["model"] == "zyda2_quality" and set(m["sources"]) == {"zyda", "dolma_cc"}
     removed = sql("SELECT count(*) FROM read_parquet('RUN/ledger/quality_model/*/*.parquet')", zrun)[0][0]
-    scored = sql("SELECT count(*) FROM read_parquet('RUN/scores/*/*.parquet', union_by_name=true) "
+    scored = sql("SELECT count(*) FROM read_parquet('RUN/quality_model/*/*.parquet', union_by_name=true) "
                  "WHERE zyda2_quality_score IS NOT NULL", zrun)[0][0]
     assert sum(v["removed"] for v in m["labels"].values()) == pytest.approx(removed)
     assert sum(v["kept"] + v["removed"] for v in m["labels"].values()) == pytest.approx(scored)
@@ -460,7 +460,7 @@ def test_other_step_kinds(alt_run, tmp_path):
     [c] = classify.classifiers(run)
     [score] = c["models"][0]["charts"]
     assert score["thresholds"] == [{"op": ">=", "value": 0.5, "rule": "keep: q_score >= 0.5", "scope": "zyda"}]
-    below = sql("SELECT count(*) FROM read_parquet('RUN/scores/zyda/*.parquet') WHERE q_score < 0.5", alt_run)[0][0]
+    below = sql("SELECT count(*) FROM read_parquet('RUN/quality/zyda/*.parquet') WHERE q_score < 0.5", alt_run)[0][0]
     assert sum(score["groups"]["removed"]) == pytest.approx(below)
     pack = mixture.packing(run)
     for source, fill in pack["fill"].items():  # one sequence per document: its lengths are the documents' token counts

@@ -6,9 +6,14 @@ module reads those declarations from the registry it is given and fills each ste
 
 from __future__ import annotations
 
+import fnmatch
+import re
 from typing import Mapping
 
 from curate.errors import ConfigError
+
+TABLES = "tables"   # a USES entry: every id-keyed table of the earlier steps (`Stage.VIEW`)
+RUN_FOLDERS = ("docs", "kept", "quarantine", "ledger", "tokens", "_work", "_state")  # rundir/layout.py RESERVED
 
 
 def final_last(steps: list, registry: Mapping[str, type]) -> list:
@@ -36,8 +41,34 @@ def check_chain(steps: list, registry: Mapping[str, type], file: str) -> None:
         for use in cls.USES:
             if use in provided:
                 step.upstream[use] = provided[use]
+        if TABLES in cls.USES:   # it reads every id-keyed table before it, so each is part of its fingerprint
+            step.upstream.update({f"{TABLES}.{name}": name for name in keyed_steps(steps, registry, step.name)})
         for product in cls.PRODUCES:
             provided[product] = step.name
+        if cls.VIEW and step.name in RUN_FOLDERS:
+            raise ConfigError(file, key, f"a {step.kind} step writes its table to RUN/<step name>/, and '{step.name}' is a "
+                                         "folder of every run; rename the step")
+    check_columns(steps, registry, file)
+
+
+def keyed_steps(steps: list, registry: Mapping[str, type], name: str) -> list[str]:
+    """The steps before `name` that write a table keyed by id (`Stage.VIEW`), in run order."""
+    names = [s.name for s in steps]
+    return [s.name for s in steps[:names.index(name)] if registry[s.kind].VIEW]
+
+
+def check_columns(steps: list, registry: Mapping[str, type], file: str) -> None:
+    """A rule that reads a column only some kind of step writes (`Stage.keyed_columns`), with no such step before
+    it, fails here in one line naming the step kind to add, not mid-run in DuckDB."""
+    writers = [(pattern, kind) for kind, cls in registry.items() for pattern in cls.keyed_columns(None)]
+    for i, step in enumerate(steps):
+        written = [p for s in steps[:i] if registry[s.kind].VIEW for p in registry[s.kind].keyed_columns(s.options)]
+        for label, predicate in registry[step.kind].predicates(step.options, file, f"stages.{step.name}"):
+            for word in dict.fromkeys(re.findall(r"[A-Za-z_]\w*", re.sub(r"'(?:[^']|'')*'", "''", predicate))):
+                kinds = sorted({kind for pattern, kind in writers if fnmatch.fnmatchcase(word, pattern)})
+                if kinds and not any(fnmatch.fnmatchcase(word, p) for p in written):
+                    raise ConfigError(file, f"stages.{step.name}", f"rule {label} reads column {word}, which no earlier step "
+                                      f"writes; add a {' or '.join(f'`{k}`' for k in kinds)} step before '{step.name}'")
 
 
 def _missing(need: str, step, later: list, registry: Mapping[str, type]) -> str:

@@ -35,7 +35,7 @@ def signals_dt_words(step, steps, registry, file, on_sample) -> None:
     """Signals add `dt_words` (datatrove's word split, a slow kernel) when some step's predicates read it."""
     if step.options.get("datatrove_words") is None:
         step.options["datatrove_words"] = any("dt_words" in p for s in steps
-                                              for p in registry[s.kind].predicates(s.options, file, f"stages.{s.name}"))
+                                              for _, p in registry[s.kind].predicates(s.options, file, f"stages.{s.name}"))
 
 
 def classify_standins(step, steps, registry, file, on_sample) -> None:

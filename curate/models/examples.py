@@ -27,7 +27,7 @@ def texts_from(spec: str, runs: list[str], column: str = "text", limit: int | No
 
 
 def _from_query(sql: str, runs: list[str]) -> list[str]:
-    from curate.query import connect
+    from curate.rundir.views import connect
     from curate.sql_guard import read_only_statement
 
     if not runs:

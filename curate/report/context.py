@@ -19,6 +19,7 @@ from curate.errors import UsageError
 from curate.io import fs
 from curate.rundir import RunDir
 from curate.rundir.accounting import aggregate
+from curate.rundir.views import keyed_tables
 
 HEADER = re.compile(r"^# resolved from (?P<file>.+?); pipeline hash (?P<hash>[0-9a-f]+)")
 
@@ -83,7 +84,18 @@ class RunView:
     def path(self, *parts: str) -> str:
         return self.dir.path(*parts)
 
+    @cached_property
+    def keyed(self) -> dict[str, list[str]]:
+        """View name (`signals`, `scores`, `dual_use`) -> the folders of the steps' tables behind it (their records)."""
+        out: dict[str, list[str]] = {}
+        for table in keyed_tables(self.dir):
+            out.setdefault(table["view"], []).append(table["path"])
+        return out
+
     def glob(self, *parts: str) -> list[str]:
+        """Files under RUN/parts...; a first part naming a view of step tables (`scores`) globs every step behind it."""
+        if parts and parts[0] in self.keyed:
+            return sorted(p for folder in self.keyed[parts[0]] for p in fs.glob(self.dir.path(folder, *parts[1:])))
         return fs.glob(self.dir.path(*parts))
 
     def exists(self, *parts: str) -> bool:

@@ -2,8 +2,10 @@
 
 ```
 RUN/pipeline.yaml  summary.json  manifest.json  _lock.json (the run writing it now)
-RUN/<table>/<source>/<shard>.parquet      docs, kept, signals, scores, dual_use, quarantine (keyed by id);
+RUN/<table>/<source>/<shard>.parquet      docs, kept, quarantine (keyed by id);
                                           all but docs carry `source` and one schema across sources (tables.py)
+RUN/<step>/<source>/<shard>.parquet       a step's own table keyed by id (signals, classify scores, dual_use decisions),
+                                          listed in its record (`keyed_tables`, rundir/views.py)
 RUN/ledger/<stage>/<source>/<shard>.parquet
 RUN/<stage>/clusters/<source>/...         a dedup step's clusters (id, source, cluster, kept)
 RUN/_work/<stage>/...                     a stage's intermediate files (band keys, graph rounds, scans, scores)
@@ -24,8 +26,9 @@ from dataclasses import dataclass
 from curate.io import fs
 
 ACCOUNTING = "shards"
-TABLES = ("docs", "kept", "signals", "scores", "dual_use", "quarantine")
-SOURCED = ("kept", "signals", "scores", "dual_use", "quarantine")   # every file carries `source` (rundir/tables.py)
+TABLES = ("docs", "kept", "quarantine")
+SOURCED = ("kept", "quarantine")   # every file carries `source` (rundir/tables.py)
+RESERVED = (*TABLES, "ledger", "tokens", "_work", "_state")   # run folders no step may be named after
 TOKEN_SUFFIXES = {"megatron": (".bin", ".idx"), "datatrove": (".ds", ".ds.index", ".ds.metadata")}
 
 
@@ -129,10 +132,23 @@ class RunDir:
         return sorted((m for m in found if m is not None), key=lambda m: (m["source"], m["shard"]))
 
     def publish(self, stage: str, record) -> None:
-        """Write a stage's record; a resumed stage publishing the same record leaves the file untouched."""
-        path, value = self.path("_state", stage, "record.json"), {"kind": type(record).__name__, **record.to_json()}
-        if self.read_json(path) != json.loads(json.dumps(value)):
+        """Write `stage`'s record, keeping the tables it listed (`publish_tables`); a resumed stage publishing the
+        same record leaves the file untouched."""
+        path = self.path("_state", stage, "record.json")
+        before = self.read_json(path) or {}
+        tables = before.get("tables")
+        value = {"kind": type(record).__name__, **record.to_json(), **({"tables": tables} if tables is not None else {})}
+        if before != json.loads(json.dumps(value)):
             self.write_json(path, value)
+
+    def publish_tables(self, stage: str, tables: list[dict]) -> None:
+        """List the id-keyed tables `stage` wrote ({name, path, key, columns}) in its record, beside what it published."""
+        value = self.read_json(self.path("_state", stage, "record.json")) or {}
+        self.write_json(self.path("_state", stage, "record.json"), {**value, "tables": tables})
+
+    def tables_of(self, stage: str) -> list[dict]:
+        """The id-keyed tables `stage` listed in its record (none when it wrote none)."""
+        return (self.read_json(self.path("_state", stage, "record.json")) or {}).get("tables") or []
 
     def record(self, stage: str, kind: type):
         """The record `stage` published; a missing one is a bug in the stage order, said plainly."""

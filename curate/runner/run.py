@@ -137,6 +137,8 @@ def _run_locked(pipeline, run, stages, first, until, inline, address, workers, p
             settle(run, settlement)
             done[stage.name] = settlement.fingerprints
             stage.execute(tasks, runner.for_stage(stage.name, upstream))
+            if stage.keyed_tables():
+                run.publish_tables(stage.name, stage.keyed_tables())
             state = run.read_json(run.stage_file(stage.name))
             if not state.get("complete"):
                 run.write_json(run.stage_file(stage.name), {**state, "complete": True})

@@ -13,9 +13,10 @@ import logging
 
 from curate.io import fs
 from curate.rundir import RunDir
-from curate.rundir.layout import TABLES
+from curate.rundir.layout import RESERVED, TABLES
 
 log = logging.getLogger("curate")
+LEGACY_TABLES = ("signals", "scores", "dual_use")
 
 
 def remove_stale(run: RunDir, pipeline, registry) -> None:
@@ -30,6 +31,12 @@ def remove_stale(run: RunDir, pipeline, registry) -> None:
                     log.info("removing outputs of stage '%s', which the pipeline no longer has (or has switched off)", name)
                     gone.add(name)
                 fs.remove(path)
+                if kind == "_state" and name not in RESERVED and fs.exists(run.path(name)):
+                    fs.remove(run.path(name))   # the step's own tables, RUN/<step>/
+    for legacy in LEGACY_TABLES:   # fixed folders of earlier versions; tables now live under their step's name
+        if legacy not in steps and fs.exists(run.path(legacy)):
+            log.info("removing %s/: step tables now live in RUN/<step>/ (this run was made by an earlier version)", legacy)
+            fs.remove(run.path(legacy))
     for path in fs.glob(run.path("*", "clusters")):
         owner = path.rstrip("/").rsplit("/", 2)[-2]
         if owner not in steps:

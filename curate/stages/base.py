@@ -15,7 +15,8 @@ class Stage(ABC):
     """A pipeline step. Subclasses set OPTIONS and the chain declarations, and implement `plan` and `execute`.
 
     - NEEDS: what earlier steps must provide (checked when the pipeline loads), e.g. ("minhash",).
-    - USES: what it reads when an earlier step provides it (a filter joins signals and scores if present).
+    - USES: what it reads when an earlier step provides it; "tables": every earlier step's id-keyed table (a
+      filter joins them all, see VIEW).
     - PRODUCES: what it provides to later steps (files in the run directory and a record, see rundir).
     - REMOVES: it writes ledger rows for documents; later steps no longer see them.
     - FINAL: it describes the finished run (after the kept documents are written), so it comes last.
@@ -39,6 +40,8 @@ class Stage(ABC):
     TABLES: tuple[str, ...] = ()           # per-source folders it writes: RUN/<table>/<source>/ ("tokens/docs")
     PIPELINE_READS: tuple[str, ...] = ()   # pipeline settings it reads beyond its options, e.g. ("priority",)
     SOURCE_OPTIONS: tuple[str, ...] = ()   # options keyed by source (and `all`): a source depends on its entries only
+    VIEW = ""   # it writes a table keyed by id under its own name, RUN/<step>/<source>/, shown in `curate query` as
+                # a view named after the step and in this view over every step of the kind ("signals", "scores")
 
     def __init__(self, name: str, options: dict, pipeline: Pipeline, run: RunDir, previous: list[str],
                  upstream: dict[str, str]):
@@ -48,12 +51,6 @@ class Stage(ABC):
     @classmethod
     def validate_options(cls, options: dict, sources: dict, file: str, key: str) -> None:
         """Checks across options (beyond types and bounds); raise ConfigError."""
-
-    @classmethod
-    def predicates(cls, options: dict, file: str, key: str) -> list[str]:
-        """The SQL predicates a step with these options evaluates (a filter's rules): the derived defaults
-        read them, e.g. signals add `dt_words` when one names it (`curate.config.derive`)."""
-        return []
 
     def preflight(self) -> None:
         """Checks that need more than the options (a model file loads, a tokenizer exists), run before any
@@ -86,6 +83,28 @@ class Stage(ABC):
                     **{f"reads.{k}": v for k, v in (self.reads(tasks, s) or {}).items()},
                     "upstream": upstream.get(s, "")} for s in sources}
 
+    @classmethod
+    def keyed_columns(cls, options: dict | None) -> list[str]:
+        """The columns (besides `id` and `source`) of the id-keyed table a step of this kind writes with `options`;
+        with None, the columns only a step of this kind writes (names no document column would take: `rps_*`,
+        `dt_words`), so a rule that reads one with no such step before it fails at load (config/chain.py).
+        A name may end in `*` (a prefix: `quality_*`)."""
+        return []
+
+    @classmethod
+    def predicates(cls, options: dict, file: str, key: str) -> list[tuple[str, str]]:
+        """(label, SQL predicate) of every rule a step of this kind evaluates over documents and earlier steps'
+        tables, so the columns they read are checked at load (config/chain.py `check_columns`) and the derived
+        defaults can follow them, e.g. signals add `dt_words` when one reads it (`curate.config.derive`)."""
+        return []
+
+    def keyed_tables(self) -> list[dict]:
+        """The id-keyed tables this step wrote, as its record lists them (see `RunDir.publish_tables`)."""
+        if not self.VIEW:
+            return []
+        return [{"name": self.name, "view": self.VIEW, "kind": self.KIND, "path": self.name, "key": ["source", "id"],
+                 "columns": self.keyed_columns(self.options)}]
+
     def options_for(self, source: str) -> dict:
         """The options that concern `source` (see `reads.options_for`); a stage may narrow them further."""
         return options_for(self.options, source, self.SOURCE_OPTIONS)
@@ -98,12 +117,13 @@ class Stage(ABC):
     def owned_paths(self) -> list[str]:
         """Everything this stage writes, removed when a GLOBAL stage changes."""
         return [self.run.path("ledger", self.name), self.run.state(self.name), self.run.work(self.name),
-                *(self.run.path(*t.split("/")) for t in self.TABLES)]
+                *(self.run.path(*t.split("/")) for t in self.TABLES), *([self.run.path(self.name)] if self.VIEW else [])]
 
     def source_outputs(self, source: str) -> list[str]:
         """What this stage wrote for one source, removed when that source's fingerprint changes (the markers
         of its unkeyed phases are removed by the runner)."""
-        return [self.run.path("ledger", self.name, source), *(self.run.path(*t.split("/"), source) for t in self.TABLES)]
+        return [self.run.path("ledger", self.name, source), *(self.run.path(*t.split("/"), source) for t in self.TABLES),
+                *([self.run.path(self.name, source)] if self.VIEW else [])]
 
     @abstractmethod
     def plan(self) -> list[Task]:

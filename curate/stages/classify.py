@@ -41,7 +41,8 @@ STEP_OPTIONS = {"model": Field((str,)), "decides": Field((str,), default=None, n
 @stage("classify")
 class ClassifyStage(ShardStage):
     PRODUCES = ("scores",)
-    TABLES = ("scores",)
+    VIEW = "scores"
+    VERSION = 2   # 2: its table moved to RUN/<step>/
     REMOVES = True
     SOURCE_OPTIONS = ("keep",)
     COLUMNS = ["id"]
@@ -52,6 +53,11 @@ class ClassifyStage(ShardStage):
                          doc="models in order; each decides what its `decides` says, the last decides the rest"),
         "audit": Field((bool,), default=False, doc="run every cascade model on every document (to measure the cascade)"),
     }
+
+    @classmethod
+    def keyed_columns(cls, options):
+        """Each model's columns carry its name as a prefix (models/output.py)."""
+        return [] if options is None else [f"{name}_*" for name in options["models"]]
 
     @classmethod
     def validate_options(cls, options, sources, file, key):
@@ -160,7 +166,7 @@ class ClassifyStage(ShardStage):
     def sink(self, shard: ShardRef) -> ParquetSink:
         """Every scores file has every model's columns (null where a model did not score), even an empty one."""
         empty = combine(pa.table({"id": pa.array([], pa.string())}), {}, self.schemas, [], [])
-        return SourceSink(self.run.table("scores", shard.source, shard.shard), shard.source, empty.schema)
+        return SourceSink(self.run.table(self.name, shard.source, shard.shard), shard.source, empty.schema)
 
     def process_shard(self, batches, shard: ShardRef):
         models = self.models()

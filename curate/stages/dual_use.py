@@ -45,7 +45,9 @@ MODEL = {k: v for k, v in MODEL_OPTIONS.items() if k not in ("sources", "standin
 @stage("dual_use")
 class DualUseStage(ShardStage):
     PRODUCES = ("dual_use",)
-    TABLES = ("dual_use", "quarantine")
+    TABLES = ("quarantine",)
+    VIEW = "dual_use"
+    VERSION = 2   # 2: its decisions moved to RUN/<step>/
     REMOVES = True
     OPTIONS = {
         "terms": Field((str,), default="demo", doc="term file (one per line, # comments); 'demo': the shipped stand-in list"),
@@ -174,8 +176,12 @@ class DualUseStage(ShardStage):
         return scan.column("id").filter(pc.greater_equal(scan.column("blocklist_hits"), self.options["escalate_at"])).combine_chunks()
 
     # ---- the accounting phase: decisions --------------------------------------------------------
+    @classmethod
+    def keyed_columns(cls, options):
+        return [] if options is None else [f.name for f in DECISIONS if f.name != "id"]   # names too plain to claim
+
     def sink(self, shard: ShardRef) -> ParquetSink:
-        return SourceSink(self.run.table("dual_use", shard.source, shard.shard), shard.source, DECISIONS)
+        return SourceSink(self.run.table(self.name, shard.source, shard.shard), shard.source, DECISIONS)
 
     def process_shard(self, batches, shard: ShardRef):
         with fs.open_input(self.run.work(self.name, "scan", shard.source, f"{shard.shard}.parquet")) as handle:

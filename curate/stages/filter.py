@@ -1,8 +1,9 @@
 """The filter stage: named recipes and inline SQL predicates, evaluated with DuckDB per shard.
 
-Each batch of live documents is joined by `id` with the shard's signals and model scores (when a
-signals or classify step ran before), so a predicate can use document columns (`int_score`, `text`),
-signals (`rps_doc_word_count`) and scores alike. The side tables are read once per shard, with pyarrow
+Each batch of live documents is joined by `id` with the shard's rows of every id-keyed table an earlier step
+wrote (`Stage.VIEW`: signals, model scores, a new signal stage), so a predicate can use document columns
+(`int_score`, `text`), signals (`rps_doc_word_count`) and scores alike; a column two earlier steps write is
+read from the later one. The side tables are read once per shard, with pyarrow
 through curate's own filesystem (a run in object storage included), and only the columns the rules name.
 A document is kept only when every rule is TRUE; a removed document's ledger reason is the first rule it
 failed: `<recipe>.<rule>`, or `where:<predicate>` for an inline one; its detail holds the values that rule
@@ -18,13 +19,14 @@ import duckdb
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from curate.config.chain import keyed_steps
 from curate.config.schema import Field
 from curate.errors import ConfigError
 from curate.io import fs
 from curate.recipes import Rule, load_recipe
 from curate.sql import connect, quote, reason_sql
 from curate.sql_guard import check_expression
-from curate.stages.registry import stage
+from curate.stages.registry import STAGES, stage
 from curate.stages.shard import Output, ShardRef, ShardStage, removals
 
 ALL = "all"
@@ -59,7 +61,7 @@ def detail_sql(rules: list[Rule], columns: list[str]) -> tuple[str, str]:
 
 @stage("filter")
 class FilterStage(ShardStage):
-    USES = ("signals", "scores")
+    USES = ("tables",)   # every id-keyed table of the earlier steps (config/chain.py)
     REMOVES = True
     SOURCE_OPTIONS = ("recipes", "where")
     OPTIONS = {
@@ -82,8 +84,8 @@ class FilterStage(ShardStage):
 
     @classmethod
     def predicates(cls, options, file, key):
-        names = [n for names in options["recipes"].values() for n in names]
-        return [r.predicate for n in names for r in load_recipe(n, file, f"{key}.recipes")] + list(options["where"].values())
+        rules = [r for who, names in options["recipes"].items() for n in names for r in load_recipe(n, file, f"{key}.recipes.{who}")]
+        return [(r.name, r.predicate) for r in rules] + [(f"where.{who}", p) for who, p in options["where"].items()]
 
     def rules(self, source: str) -> list[Rule]:
         out = []
@@ -121,18 +123,26 @@ class FilterStage(ShardStage):
                                       f"{str(exc).splitlines()[0]} (columns: {', '.join(columns)})") from None
 
     def _side_tables(self, shard: ShardRef, rules: list[Rule], schema_only: bool = False) -> dict[str, pa.Table]:
-        """The shard's signals and scores, read once per shard with pyarrow through curate's filesystem (local
-        or object storage, the run's own credentials), only `id` and the columns the rules name."""
+        """The shard's rows of each earlier step's id-keyed table, read once per shard with pyarrow through curate's
+        filesystem (local or object storage, the run's own credentials), only `id` and the columns the rules name."""
         text = " ".join(r.predicate for r in rules).lower()
+        found = []
+        for step in keyed_steps(self.pipeline.stages, STAGES, self.name):
+            path = self.run.table(step, shard.source, shard.shard)
+            if fs.exists(path):
+                with fs.open_input(path) as handle:
+                    schema = pq.read_schema(handle)
+                found.append((step, path, schema, [c for c in schema.names if c not in ("id", "source")
+                                                   and re.search(rf"(?<!\w){re.escape(c.lower())}(?!\w)", text)]))
+        owner = {c: step for step, _, _, named in found for c in named}   # the later step's column wins
         out = {}
-        for side in ("signals", "scores"):
-            path = self.run.table(side, shard.source, shard.shard) if side in self.upstream else None
-            if not path or not fs.exists(path):
+        for step, path, schema, named in found:
+            columns = ["id"] + [c for c in named if owner[c] == step]
+            if schema_only:
+                out[step] = schema.empty_table().select(columns)
                 continue
             with fs.open_input(path) as handle:
-                schema = pq.read_schema(handle)
-                named = ["id"] + [c for c in schema.names if c not in ("id", "source") and re.search(rf"(?<!\w){re.escape(c.lower())}(?!\w)", text)]
-                out[side] = schema.empty_table().select(named) if schema_only else pq.read_table(handle, columns=named)
+                out[step] = pq.read_table(handle, columns=columns)
         return out
 
     @staticmethod
@@ -141,10 +151,10 @@ class FilterStage(ShardStage):
         con = connect()
         con.register("live", table)
         view = "SELECT * FROM live"
-        for side, rows in sides.items():
-            con.register(side, rows)
+        for i, rows in enumerate(sides.values()):
+            con.register(f"side{i}", rows)
             if rows.num_columns > 1:
-                view += f" LEFT JOIN {side} USING (id)"
+                view += f" LEFT JOIN side{i} USING (id)"
         con.execute(f"CREATE VIEW docs AS {view}")
         return con
 

@@ -61,7 +61,8 @@ def ccnet_columns(table: pa.Table, always: bool = False) -> dict:
 @stage("signals")
 class SignalsStage(ShardStage):
     PRODUCES = ("signals",)
-    TABLES = ("signals",)
+    VIEW = "signals"
+    VERSION = 2   # 2: its table moved to RUN/<step>/
     OPTIONS = {
         "langid": Field((bool,), default=True, doc="add lang and lang_score (fastText lid.176)"),
         "use_shipped": Field((bool,), default=True, doc="use RedPajama-V2's shipped quality_signals where present"),
@@ -75,6 +76,13 @@ class SignalsStage(ShardStage):
                                  doc="add dt_words (datatrove's spaCy word counts, for the gopher/fineweb recipes); "
                                      "default: when a filter step of the pipeline uses them"),
     }
+
+    @classmethod
+    def keyed_columns(cls, options):
+        if options is None:
+            return ["rps_*", "ccnet_*", "dt_words"]   # not lang: a source may have a `lang` column of its own
+        return ["rps_*", "ccnet_*", *(["lang", "lang_score"] if options["langid"] else []),
+                *([] if options["datatrove_words"] is False else ["dt_words"])]
 
     def dt_words(self) -> bool:
         """Whether to add `dt_words`: as configured, or as derived from the filter steps' rules at load."""
@@ -100,7 +108,7 @@ class SignalsStage(ShardStage):
         """Rows of every shard share one schema; an empty shard's file gets it from an empty batch."""
         with fs.open_input(self.run.docs(shard.source, shard.shard)) as handle:
             empty = pq.read_schema(handle).empty_table()
-        return SourceSink(self.run.table("signals", shard.source, shard.shard), shard.source, self.process(empty, shard).rows.schema)
+        return SourceSink(self.run.table(self.name, shard.source, shard.shard), shard.source, self.process(empty, shard).rows.schema)
 
     def process(self, table: pa.Table, shard: ShardRef) -> Output:
         from curate.signals import compute_signals

@@ -1,0 +1,87 @@
+"""DuckDB views over a run directory: what `curate query` (and the examples a model trains on) read.
+
+Views: the run's tables (`docs`, `kept`, `quarantine`: one row per document, with `source`), every id-keyed
+table a step listed in its record (`RUN/_state/<step>/record.json`), under the step's name and in a view per
+kind of table over all steps of that kind (`signals`, `scores`, `dual_use`), then `ledger`, `clusters` and
+`tokens`, as they appear. No table name is written here: a new stage that lists its table is seen as it is.
+A source's own `source` column, if it has one (Zyda does), is shown as `source_column`. In `clusters`,
+`kept_by_dedup` says whether the dedup step kept the document (a later step may still remove it) and `in_kept`
+whether it is in kept/ at the end (NULL before the run wrote kept/). `tokens` has one row per tokenized
+document: `source`, `id`, `tokens` (its token count, with the EOS the tokenize step adds) and `copies` (how
+many times the mix writes it). Remote runs (s3://, gs://, ...) are read through fsspec.
+"""
+
+from __future__ import annotations
+
+import os
+
+import duckdb
+
+from curate.errors import CurateError
+from curate.io import fs
+from curate.rundir.layout import SOURCED, TABLES, RunDir
+from curate.sql import connect as sql_connect
+from curate.sql import quote, read_parquet
+
+
+def keyed_tables(run: RunDir) -> list[dict]:
+    """Every id-keyed table the run's steps listed in their records ({name, view, kind, path, key, columns}), by step name."""
+    found = []
+    for path in sorted(fs.glob(run.path("_state", "*", "record.json"))):
+        found += run.tables_of(path.rstrip("/").rsplit("/", 2)[-2])
+    return found
+
+
+def connect(root: str) -> duckdb.DuckDBPyConnection:
+    """A DuckDB connection with one view per table the run has produced so far."""
+    run = RunDir(root.rstrip("/") if "://" in root else os.path.abspath(root))
+    if not fs.exists(run.pipeline_file):
+        raise CurateError(f"{root}: not a run directory (no pipeline.yaml); run `curate run PIPELINE --output {root}` first")
+    con = sql_connect(threads=None, readable=(run.root,))  # reads the run's files and nothing else
+    for view in TABLES:
+        parts = _scans(con, run, view, view in SOURCED)
+        if parts:
+            con.execute(f"CREATE VIEW {view} AS " + " UNION ALL BY NAME ".join(parts))
+    steps: dict[str, list[str]] = {}
+    for table in keyed_tables(run):
+        if parts := _scans(con, run, table["path"], True):
+            steps.setdefault(table["view"], []).extend(parts)
+            steps.setdefault(table["name"], []).extend(parts)   # a step named after its kind's view is that view
+    for view, parts in steps.items():
+        if view not in _views(con):
+            con.execute(f"CREATE VIEW {_ident(view)} AS " + " UNION ALL BY NAME ".join(dict.fromkeys(parts)))
+    if fs.glob(run.ledger_glob()):
+        con.execute(f"CREATE VIEW ledger AS SELECT * FROM {read_parquet(con, run.ledger_glob())}")
+    if fs.glob(run.clusters_glob()):
+        scan = f"SELECT * RENAME (kept AS kept_by_dedup) FROM {read_parquet(con, run.clusters_glob())}"
+        kept = "(SELECT DISTINCT source, id, true AS in_kept FROM kept)" if "kept" in _views(con) else None
+        con.execute(f"CREATE VIEW clusters AS SELECT c.*, coalesce(k.in_kept, false) AS in_kept FROM ({scan}) c "
+                    f"LEFT JOIN {kept} k USING (source, id)" if kept else f"CREATE VIEW clusters AS SELECT *, NULL::BOOLEAN AS in_kept FROM ({scan})")
+    parts = [f"SELECT {quote(source)} AS source, id, len(tokens) AS tokens, copies FROM "
+             f"{read_parquet(con, run.path('tokens', 'docs', source, '*.parquet'))}"
+             for source in run.table_sources("tokens/docs")] if fs.glob(run.path("tokens", "docs", "*", "*.parquet")) else []
+    if parts:
+        con.execute("CREATE VIEW tokens AS " + " UNION ALL ".join(parts))
+    return con
+
+
+def _scans(con: duckdb.DuckDBPyConnection, run: RunDir, folder: str, sourced: bool) -> list[str]:
+    """One SELECT per source of the table in `folder`, each with `source` first."""
+    parts = []
+    for source in run.table_sources(folder):
+        scan = read_parquet(con, run.table_glob(folder, source), "union_by_name=true")
+        columns = [r[0] for r in con.sql(f"DESCRIBE SELECT * FROM {scan}").fetchall()]
+        if sourced and "source" in columns:  # its files carry `source` (rundir/tables.py)
+            parts.append(f"SELECT * FROM {scan}")
+            continue
+        rename = " RENAME (source AS source_column)" if "source" in columns else ""
+        parts.append(f"SELECT {quote(source)} AS source, *{rename} FROM {scan}")
+    return parts
+
+
+def _ident(name: str) -> str:
+    return '"' + name.replace('"', '""') + '"'
+
+
+def _views(con: duckdb.DuckDBPyConnection) -> set[str]:
+    return {name for (name,) in con.sql("SELECT view_name FROM duckdb_views() WHERE NOT internal").fetchall()}
