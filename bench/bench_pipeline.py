@@ -85,9 +85,9 @@ def run_datatrove(sample: Path, work: Path, workers: int) -> int:
     tokenizer.parent.mkdir(parents=True)
     load_tokenizer("gpt2", backend="hf").hf.save(str(tokenizer))
 
-    # datatrove asks for the `fasttext-numpy2-wheel` distribution; curate's `fasttext-community` is the same
-    # fastText 0.9.3 code under the same module name.
-    FastTextClassifierFilter._requires_dependencies = [("fasttext", "fasttext-community"), "fasteners"]
+    # datatrove asks for the `fasttext-numpy2-wheel` distribution; the `fasttext` module curate installs is
+    # the same fastText 0.9.3 code, whatever its distribution is named.
+    FastTextClassifierFilter._requires_dependencies = ["fasteners"]
 
     class SourceFastText(FastTextClassifierFilter):
         """datatrove's fastText filter, applied to the sources Zyda-2 classifies (others pass)."""
