@@ -85,14 +85,15 @@ def run_datatrove(sample: Path, work: Path, workers: int) -> int:
     tokenizer.parent.mkdir(parents=True)
     load_tokenizer("gpt2", backend="hf").hf.save(str(tokenizer))
 
-    # datatrove asks for the `fasttext-numpy2-wheel` distribution; the `fasttext` module curate installs is
-    # the same fastText 0.9.3 code, whatever its distribution is named.
-    FastTextClassifierFilter._requires_dependencies = ["fasteners"]
-
     class SourceFastText(FastTextClassifierFilter):
         """datatrove's fastText filter, applied to the sources Zyda-2 classifies (others pass)."""
 
         name = "fastText (zyda, dolma_cc)"
+
+        def __new__(cls, *args, **kwargs):
+            # datatrove asks for the `fasttext-numpy2-wheel` distribution (in its workers too); the `fasttext`
+            # module curate installs is the same fastText 0.9.3 code under another distribution name.
+            return object.__new__(cls)
 
         def filter(self, doc):
             return doc.metadata.get("source") not in ("zyda", "dolma_cc") or super().filter(doc)
