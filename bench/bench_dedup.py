@@ -1,13 +1,17 @@
 """End-to-end fuzzy dedup speed (signatures through the removal list) on the same documents, in one run.
 
-- curate `zyda2` preset (char 25-grams, 128 perms, 8x16, cross_source) vs datasketch MinHash + MinHashLSH
-  with the same parameters and policy (single process, as datasketch runs);
+- the whole `curate run --until dedup` process from the raw files (ingest, minhash, dedup; Ray start and
+  stop included), inline and on the embedded Ray cluster, runs alternating, median of `--repeat`: its
+  fixed cost (process wall minus the sum of the stages' wall times) and its speed against rensa (Rust
+  MinHash + LSH) and datasketch, both given the documents already in memory, same zyda2 parameters
+  (char 25-grams, 128 perms, 8x16) and cross_source policy;
 - curate `fineweb` preset (word 5-grams, 14x8, policy all) vs datatrove's four-stage MinHash pipeline with
   its defaults (signatures, buckets, cluster, filter) on 2 workers;
 - peak memory of a curate dedup run at two corpus sizes (10x apart);
 - `--modes`: what checking removals costs: unverified (Zyda-2 as published), sound (the default: every removal
   checked against a kept document), and pair verification (`verify: 0.8`, unverified), minhash + dedup time.
 
+    python bench/bench_dedup.py --docs 32000 --whole-only      # fixed cost, vs rensa and datasketch
     python bench/bench_dedup.py [--docs 4000] [--skip-datatrove]
     python bench/bench_dedup.py --docs 20000 --modes
 """
@@ -22,6 +26,8 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+
+import statistics
 
 import duckdb
 
@@ -72,6 +78,84 @@ def run_curate(tmp: Path, sample: Path, preset: str, policy: str, mode: list[str
     stages = {r["stage"]: r["wall_seconds"] for r in summary}
     return {"seconds": seconds, "stage_seconds": stages.get("minhash", 0) + stages.get("dedup", 0), "removed": removed,
             "docs": docs, "peak_mb": usage.ru_maxrss / 1024}
+
+
+def run_whole(tmp: Path, sample: Path, mode: list[str], tag: str) -> dict:
+    """The whole `--until dedup` process from the raw files: wall, the sum of its stages' wall times, and
+    the difference (the fixed cost: interpreter and imports, Ray start and stop, scheduling, the lock)."""
+    f = tmp / "whole.yaml"
+    f.write_text(pipeline_yaml(sample, "zyda2", "cross_source"))
+    out = tmp / tag
+    started = time.monotonic()
+    subprocess.run([sys.executable, "-m", "curate", "run", str(f), "--output", str(out), "-q", "--until", "dedup"]
+                   + REPORT_FLAG + mode, check=True, capture_output=True)
+    seconds = time.monotonic() - started
+    summary = json.loads((out / "summary.json").read_text())
+    stages = {}
+    for r in summary:  # one row per stage and source; the wall time is the stage's
+        stages[r["stage"]] = r["wall_seconds"]
+    docs = sum(r["in"] for r in summary if r["stage"] == "minhash")
+    removed = duckdb.sql(f"SELECT count(*) FROM read_parquet('{out}/ledger/dedup/*/*.parquet')").fetchall()[0][0]
+    return {"seconds": seconds, "stages": sum(stages.values()), "fixed": seconds - sum(stages.values()), "docs": docs,
+            "removed": removed, "per_stage": stages}
+
+
+def rensa_clusters(docs, n=25, num_perm=128, seed=10, bands=8):
+    """rensa's RMinHash + RMinHashLSH (zyda2's parameters), then union-find: datasketch_clusters' twin."""
+    from rensa import RMinHash, RMinHashLSH
+
+    lsh = RMinHashLSH(threshold=0.8, num_perm=num_perm, num_bands=bands)
+    sketches = []
+    for i, (_, _, text) in enumerate(docs):
+        m = RMinHash(num_perm=num_perm, seed=seed)
+        m.update(list({text[j:j + n] for j in range(max(1, len(text) - n + 1))}))
+        lsh.insert(i, m)
+        sketches.append(m)
+    parent = list(range(len(docs)))
+
+    def find(x):
+        while parent[x] != x:
+            parent[x] = parent[parent[x]]
+            x = parent[x]
+        return x
+
+    for i, m in enumerate(sketches):
+        for j in lsh.query(m):
+            a, b = find(i), find(j)
+            if a != b:
+                parent[max(a, b)] = min(a, b)
+    groups: dict[int, list[int]] = {}
+    for i in range(len(docs)):
+        groups.setdefault(find(i), []).append(i)
+    return [g for g in groups.values() if len(g) > 1]
+
+
+def whole_table(tmp: Path, sample: Path, repeat: int) -> None:
+    """Fixed cost of the whole process, inline and on Ray, and its speed against rensa and datasketch."""
+    runs: dict[str, list[dict]] = {"inline": [], "ray": []}
+    for k in range(repeat):  # alternating, so that a busy moment of the box hits both alike
+        runs["inline"].append(run_whole(tmp, sample, ["--inline"], f"w-inline-{k}"))
+        runs["ray"].append(run_whole(tmp, sample, ["--workers", "2"], f"w-ray-{k}"))
+    docs = load_docs(tmp / "w-inline-0")
+    peers = {}
+    for name, clusters in (("rensa", rensa_clusters), ("datasketch", datasketch_clusters)):
+        times, removed = [], 0
+        for _ in range(repeat if name == "rensa" else 1):
+            started = time.monotonic()
+            removed = len(cross_source_removed(clusters(docs), docs))
+            times.append(time.monotonic() - started)
+        peers[name] = {"seconds": statistics.median(times), "removed": removed}
+    print(f"load average: {os.getloadavg()[0]:.2f} {os.getloadavg()[1]:.2f}; {os.cpu_count()} cores; {len(docs)} documents; "
+          f"median of {repeat} runs, alternating")
+    print(f"{'curate --until dedup':22} {'process s':>9} {'stages s':>8} {'fixed s':>8} {'removed':>8} "
+          f"{'vs rensa':>9} {'vs datasketch':>13}")
+    for mode, rs in runs.items():
+        med = {key: statistics.median(r[key] for r in rs) for key in ("seconds", "stages", "fixed")}
+        print(f"{mode:22} {med['seconds']:9.2f} {med['stages']:8.2f} {med['fixed']:8.2f} {rs[0]['removed']:8d} "
+              f"{peers['rensa']['seconds'] / med['seconds']:8.1f}x {peers['datasketch']['seconds'] / med['seconds']:12.1f}x")
+        print(f"{'':22} stages: " + ", ".join(f"{s} {statistics.median(r['per_stage'][s] for r in rs):.2f}s" for s in rs[0]["per_stage"]))
+    for name, p in peers.items():
+        print(f"{name:22} {p['seconds']:9.2f} {'':8} {'':8} {p['removed']:8d}   (documents already in memory)")
 
 
 def mode_costs(tmp: Path, sample: Path, repeat: int = 3) -> None:
@@ -137,6 +221,8 @@ def main() -> None:
     parser.add_argument("--skip-datatrove", action="store_true")
     parser.add_argument("--memory-scale", type=int, default=10)
     parser.add_argument("--modes", action="store_true", help="only the cost of the dedup modes")
+    parser.add_argument("--whole-only", action="store_true", help="only the whole-process table (fixed cost, rensa, datasketch)")
+    parser.add_argument("--repeat", type=int, default=3)
     args = parser.parse_args()
     rows = []
     with tempfile.TemporaryDirectory() as t:
@@ -145,6 +231,9 @@ def main() -> None:
         make_sample(sample, docs=args.docs, seed=0)
         if args.modes:
             return mode_costs(tmp, sample)
+        whole_table(tmp, sample, args.repeat)
+        if args.whole_only:
+            return
         ours_inline = run_curate(tmp, sample, "zyda2", "cross_source", ["--inline"], "z-inline")
         ours_ray = run_curate(tmp, sample, "zyda2", "cross_source", ["--workers", "2"], "z-ray")
         docs = load_docs(tmp / "z-inline")

@@ -48,7 +48,7 @@ class Progress:
         self.clock = clock
         self._lock = threading.Lock()
         self._beat: threading.Thread | None = None
-        self._running = threading.Event()
+        self._stopped = threading.Event()
 
     def start(self, stage: str, total: int, skipped: int, unit: str | None = "docs") -> None:
         with self._lock:
@@ -57,7 +57,7 @@ class Progress:
         resumed = f" ({skipped} already done)" if skipped else ""
         self._line(f"[{stage}] {total} tasks{resumed}", final=True)
         if self.heartbeat and not self.quiet and total > skipped:
-            self._running.set()
+            self._stopped.clear()
             self._beat = threading.Thread(target=self._beats, name="curate-progress", daemon=True)
             self._beat.start()
 
@@ -90,13 +90,11 @@ class Progress:
 
     def _beats(self) -> None:
         step = min(self.heartbeat, 1.0)
-        while self._running.is_set():
-            time.sleep(step)
-            if self._running.is_set():
-                self.beat()
+        while not self._stopped.wait(step):  # a wait, not a sleep: a phase's end never waits out a step
+            self.beat()
 
     def _stop(self) -> None:
-        self._running.clear()
+        self._stopped.set()
         if self._beat is not None:
             self._beat.join(timeout=2)
             self._beat = None

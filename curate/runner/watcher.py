@@ -92,6 +92,14 @@ def _signal(pid: int, sig: int) -> None:
         os.kill(pid, sig)
 
 
+def settle(session: str, driver: int, seconds: float = 1.0) -> None:
+    """Give a clean shutdown up to `seconds` to end its own processes; return as soon as none is left, so a
+    driver that waits for the sweep is not held a fixed second."""
+    deadline = time.monotonic() + seconds
+    while holders(session, spare=(driver,)) and time.monotonic() < deadline:
+        time.sleep(0.05)
+
+
 def answers(address: str, tries: int = 3, pause: float = 2.0) -> bool:
     host, _, port = address.rpartition(":")
     for attempt in range(tries):
@@ -114,7 +122,7 @@ def _watch(session: str, driver: int, head: str, run: str) -> None:
         elif line == "done":
             done = True
     if session != "-":
-        time.sleep(1.0)  # a clean shutdown is still ending its own processes
+        settle(session, driver)
         reap(session, spare=(driver,))
     if not done and head != "-" and not answers(head):
         during = f" during stage '{stage}'" if stage else ""
