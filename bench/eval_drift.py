@@ -1,4 +1,4 @@
-"""Sound vs unverified dedup on pages that drift between crawls (the corpus of tests/test_dedup_sound.py, larger).
+"""Sound vs unverified dedup on pages that drift between crawls (the corpus of tests/dedup/test_dedup_sound.py, larger).
 
 Per mode: removals, unsupported removals (no kept document at exact char-25-gram Jaccard >= 0.8), recall on
 clear duplicates (Jaccard >= 0.85 with a document of a higher-priority source; and, the part a sound method can

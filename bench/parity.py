@@ -1,6 +1,6 @@
 """Shared machinery for measuring our Gopher / FineWeb recipes against datatrove's filters (docs/parity.md).
 
-Used by `bench/eval_parity.py` (every corpus, in full) and `tests/test_parity_datatrove.py` (the same
+Used by `bench/eval_parity.py` (every corpus, in full) and `tests/signals/test_parity_datatrove.py` (the same
 corpora, some capped). Needs datatrove (with spaCy) for datatrove's side; nothing here needs pytest.
 
 - ours: the recipe's SQL evaluated by DuckDB over the text and the columns the signals stage stores (the

@@ -57,7 +57,7 @@ def test_specific_rules_fire():
 
 def test_dt_words_is_datatroves_word_split_and_counts():
     """The column the datatrove recipes read: spaCy's English words (exceptions, contractions, URLs kept
-    whole) and the counts taken from them; tests/test_parity_datatrove.py checks them against spaCy and
+    whole) and the counts taken from them; tests/signals/test_parity_datatrove.py checks them against spaCy and
     datatrove themselves."""
     text = "Mr. Smith can't visit the U.S. (see http://x.io/a) -- the end... the end... the end..."
     assert datatrove_words(text) == ["Mr.", "Smith", "ca", "n't", "visit", "the", "U.S.", "(", "see", "http://x.io/a",

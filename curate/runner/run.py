@@ -96,7 +96,6 @@ def run_pipeline(pipeline: Pipeline, output: str, until: str | None = None, inli
     lock = RunLock(run)
     with storage_errors("--output", run.root):  # the first write: an unreachable store or bucket says so here
         lock.acquire()
-    mark_started(run.root)
     try:
         return _run_locked(pipeline, run, stages, first, until, inline, address, workers, progress)
     finally:
@@ -157,7 +156,9 @@ def _run_locked(pipeline, run, stages, first, until, inline, address, workers, p
 
 
 def record_pipeline(run: RunDir, pipeline: Pipeline) -> bool:
-    """Before the first result changes: remove what the pipeline no longer has, and write pipeline.yaml."""
+    """Before the first result changes: remove what the pipeline no longer has, and write pipeline.yaml. From
+    here on the run's log is kept in RUN/logs/ (a run refused before changing anything leaves no trace)."""
+    mark_started(run.root)
     remove_stale(run, pipeline, STAGES)
     fs.write_bytes(run.pipeline_file, (f"# resolved from {pipeline.file}; pipeline hash {pipeline.hash()}\n"
                                        + yaml.safe_dump(pipeline.resolved, sort_keys=False)).encode())

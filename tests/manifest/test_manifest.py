@@ -20,7 +20,7 @@ from curate.manifest.schema import export, problems
 
 jsonschema = pytest.importorskip("jsonschema")
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 SCHEMA_FILE = ROOT / "manifests" / "manifest.schema.json"
 EXAMPLE = ROOT / "manifests" / "example.manifest.json"
 SOURCES = ("fwe", "dclm")

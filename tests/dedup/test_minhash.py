@@ -39,7 +39,7 @@ from curate.dedup.hashes import murmur3_32, murmur3_32_py, poly64_32, poly64_32_
 from curate.dedup.normalize import DATATROVE_PUNCTUATION, STEPS
 from curate.dedup.presets import RPV2_BANDS
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 DOLMA = ROOT.parent / "shared" / "data" / "dolma" / "formats" / "CC-MAIN-20190717121559-20190717143559-00140.jsonl.gz"
 MAX32 = np.uint32(0xFFFFFFFF)
 

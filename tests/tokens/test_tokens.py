@@ -20,7 +20,7 @@ from curate.tokens import (
 from curate.tokens.binpack import best_fit_decreasing
 from curate.tokens.pack import plan_concat
 
-DOLMA = sorted((Path(__file__).resolve().parents[2] / "shared" / "data" / "dolma" / "formats").glob("*.jsonl.gz"))
+DOLMA = sorted((Path(__file__).resolve().parents[3] / "shared" / "data" / "dolma" / "formats").glob("*.jsonl.gz"))
 FALLBACK = [
     "The quick brown fox jumps over the lazy dog. " * 20,
     "Ein kurzer deutscher Absatz über Züge, Brücken und Wörter mit Umlauten.",

@@ -31,7 +31,7 @@ import pytest
 pytest.importorskip("datatrove")
 pytest.importorskip("spacy")
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "bench"))
 
 import parity as P  # noqa: E402  (bench/parity.py)

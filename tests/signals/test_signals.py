@@ -32,7 +32,7 @@ from curate.signals import (
 from curate.signals.rounding import py_round
 from curate.signals.unicode_tables import LOWER_OR_TITLE, NUMERIC, SPACE, UPPER, WORD, get_tables
 
-SHARED_DOLMA = Path(__file__).resolve().parents[2] / "shared" / "data" / "dolma" / "formats"
+SHARED_DOLMA = Path(__file__).resolve().parents[3] / "shared" / "data" / "dolma" / "formats"
 
 # ---------------------------------------------------------------------------
 # Reference implementation: one regex / loop per signal, Python round().

@@ -13,7 +13,7 @@ import pytest
 from curate.models.fasttext_model import FastTextModel
 
 from conftest import ZYDA2, env_with, run_cli, tree_digest
-from test_classify import pipeline
+from stages.test_classify import pipeline
 
 DUAL_USE = """  dual_use:
     model: {{kind: fasttext, path: '{sample}/models/dual_use_demo.bin', label: flag}}
