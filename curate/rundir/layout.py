@@ -143,8 +143,10 @@ class RunDir:
 
     def publish_tables(self, stage: str, tables: list[dict]) -> None:
         """List the id-keyed tables `stage` wrote ({name, path, key, columns}) in its record, beside what it published."""
-        value = self.read_json(self.path("_state", stage, "record.json")) or {}
-        self.write_json(self.path("_state", stage, "record.json"), {**value, "tables": tables})
+        path = self.path("_state", stage, "record.json")
+        value = self.read_json(path) or {}
+        if value.get("tables") != json.loads(json.dumps(tables)):  # a resumed step leaves its record untouched
+            self.write_json(path, {**value, "tables": tables})
 
     def tables_of(self, stage: str) -> list[dict]:
         """The id-keyed tables `stage` listed in its record (none when it wrote none)."""

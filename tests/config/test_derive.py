@@ -3,7 +3,10 @@ fingerprints show them); a stage reads only its own options."""
 
 from __future__ import annotations
 
+import pytest
+
 import curate
+from curate.errors import ConfigError
 from conftest import ZYDA2
 
 SAMPLE = "/nonexistent/sample"
@@ -31,8 +34,8 @@ def test_signals_add_dt_words_when_a_filter_rule_reads_them():
     assert recipe.resolved["stages"]["signals"]["datatrove_words"] is True
     inline = load("stages.quality_filter.where={all: 'dt_words.n_words > 50'}")
     assert inline.stage("signals").options["datatrove_words"] is True
-    assert load("stages.quality_filter.where={all: 'dt_words.n_words > 50'}", "stages.signals.datatrove_words=false") \
-        .stage("signals").options["datatrove_words"] is False
+    with pytest.raises(ConfigError, match="dt_words"):  # switched off by hand while a rule reads it: refused at load
+        load("stages.quality_filter.where={all: 'dt_words.n_words > 50'}", "stages.signals.datatrove_words=false")
 
 
 def test_a_stand_in_model_stays_only_on_the_sample():

@@ -206,7 +206,7 @@ def test_a_step_name_that_is_not_a_safe_name_is_refused(tmp_path, name):
 
 
 def test_a_dual_use_model_with_several_labels_must_name_the_flagging_one(tmp_path, sample_dir, capsys):
-    from test_classify import pipeline
+    from stages.test_classify import pipeline
 
     f = pipeline(tmp_path, sample_dir, f"  dual_use:\n    model: '{sample_dir}/models/dual_use_demo.bin'\n")
     assert run_cli(f, "--output", tmp_path / "run", "--inline", "-q") == 2
@@ -291,7 +291,7 @@ def test_publish_into_a_folder_holding_another_run_is_refused(tmp_path):
     from curate.manifest.build import write_manifest
     from curate.manifest.publish import MARKER, publish
     from curate.manifest.verify import verify
-    from test_manifest import body, make_run
+    from manifest.test_manifest import body, make_run
 
     a, b = tmp_path / "a", tmp_path / "b"
     write_manifest(str(a), body(), make_run(a))
