@@ -32,7 +32,7 @@ import statistics
 import duckdb
 
 from curate.sample import make_sample
-from eval_dedup import cross_source_removed, datasketch_clusters  # same baseline as the quality evaluation
+from eval_dedup import cross_source_removed, datasketch_clusters, lsh_groups  # same baseline as the quality evaluation
 
 PRIORITY = ["fwe", "dclm", "zyda", "dolma_cc"]
 # The timed process is minhash + dedup; the HTML report that a run writes at its end is left out (when this
@@ -111,23 +111,7 @@ def rensa_clusters(docs, n=25, num_perm=128, seed=10, bands=8):
         m.update(list({text[j:j + n] for j in range(max(1, len(text) - n + 1))}))
         lsh.insert(i, m)
         sketches.append(m)
-    parent = list(range(len(docs)))
-
-    def find(x):
-        while parent[x] != x:
-            parent[x] = parent[parent[x]]
-            x = parent[x]
-        return x
-
-    for i, m in enumerate(sketches):
-        for j in lsh.query(m):
-            a, b = find(i), find(j)
-            if a != b:
-                parent[max(a, b)] = min(a, b)
-    groups: dict[int, list[int]] = {}
-    for i in range(len(docs)):
-        groups.setdefault(find(i), []).append(i)
-    return [g for g in groups.values() if len(g) > 1]
+    return lsh_groups(sketches, lsh.query)
 
 
 def whole_table(tmp: Path, sample: Path, repeat: int) -> None:

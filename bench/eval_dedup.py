@@ -49,7 +49,12 @@ def datasketch_clusters(docs: list[tuple[str, str, str]], n=25, num_perm=128, se
         m.update_batch([s.encode("utf-8") for s in shingles])
         lsh.insert(i, m)
         sketches.append(m)
-    parent = list(range(len(docs)))
+    return lsh_groups(sketches, lsh.query)
+
+
+def lsh_groups(sketches: list, query) -> list[list[int]]:
+    """Clusters (lists of indices, two or more) of the LSH candidates `query(sketch)` finds, joined by union-find."""
+    parent = list(range(len(sketches)))
 
     def find(x):
         while parent[x] != x:
@@ -58,12 +63,12 @@ def datasketch_clusters(docs: list[tuple[str, str, str]], n=25, num_perm=128, se
         return x
 
     for i, m in enumerate(sketches):
-        for j in lsh.query(m):
+        for j in query(m):
             a, b = find(i), find(j)
             if a != b:
                 parent[max(a, b)] = min(a, b)
     groups = defaultdict(list)
-    for i in range(len(docs)):
+    for i in range(len(sketches)):
         groups[find(i)].append(i)
     return [g for g in groups.values() if len(g) > 1]
 
