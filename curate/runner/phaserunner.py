@@ -9,7 +9,9 @@ import time
 
 from curate.io import fs
 from curate.rundir import RunDir
-from curate.runner.executor import Placement, Work, make_executor
+from curate.runner.executor import make_executor
+from curate.runner.ray_executor import Placement
+from curate.runner.task import Work
 from curate.runner.kernels import warm
 from curate.runner.progress import Progress, duration, unit_of
 from curate.stages.phase import Phase

@@ -22,7 +22,8 @@ from curate.io import fs
 from curate.rundir import RunDir, aggregate
 from curate.rundir.lock import RunLock
 from curate.io.auth import bucket_of, is_auth_failure
-from curate.runner.executor import Placement, describe
+from curate.runner.ray_executor import Placement
+from curate.runner.task import describe
 from curate.runner.phaserunner import PhaseRunner
 from curate.runner.progress import Progress
 from curate.runner.runlog import mark_started
