@@ -6,7 +6,7 @@ punctuation split off by spaCy's prefix / suffix / infix rules, URLs kept whole,
 exceptions (``Mr.``, ``U.S.``, ``don't`` -> ``do`` ``n't``, ``:)``). The filter recipes
 (``filters/gopher_quality.yaml``, ``gopher_repetition.yaml``, ``fineweb.yaml``) need those words; RE2 in
 SQL cannot express spaCy's look-arounds and exceptions, so this module computes them in a compiled
-kernel (:mod:`.dtwords_kernel`) from spaCy's own rules, shipped as data (:mod:`.dtwords_tables`), and
+kernel (:mod:`.dtwords_kernel`) from spaCy's own rules, shipped as package data (:mod:`.dtwords_data`), and
 returns per document only the counts the filters compare (one struct column, ``dt_words``).
 
 This is a word split for the datatrove recipes only; the RedPajama-V2 signals keep theirs
@@ -24,7 +24,7 @@ import numpy as np
 import pyarrow as pa
 
 from . import dtwords_kernel as K
-from . import dtwords_tables as T
+from .dtwords_data import load_tables
 
 #: the column the recipes read
 COLUMN = "dt_words"
@@ -97,16 +97,17 @@ def _length_masks(strings: list[str]) -> tuple[np.ndarray, np.ndarray]:
 
 @lru_cache(maxsize=1)
 def _tables():
+    T = load_tables()
     flags = _python_flags()
     bits = {"PRE1": K.PRE1, "SUF1": K.SUF1, "ICON": K.ICON, "LQ": K.LQ, "UQ": K.UQ, "ALPHA": K.ALPHA,
             "ALNUM": K.ALNUM, "TLD": K.TLD, "DOTPRE": K.DOTPRE, "AU": K.AU, "PUNCT": K.PUNCT}
     for name, bit in bits.items():
-        _fill(flags, T.CLASSES[name], bit)
+        _fill(flags, T["classes"][name], bit)
 
-    names = list(T.SPECIALS)
+    names = list(T["specials"])
     sp_slots, sp_keys, sp_off, sp_data, sp_mask = _table(names)
-    tok_len = [len(t) for s in names for t in T.SPECIALS[s]]
-    tok_off = np.cumsum([0] + [len(T.SPECIALS[s]) for s in names]).astype(np.int64)
+    tok_len = [len(t) for s in names for t in T["specials"][s]]
+    tok_off = np.cumsum([0] + [len(T["specials"][s]) for s in names]).astype(np.int64)
     first, last = _length_masks(names)
     sp = (sp_slots, sp_keys, sp_off, sp_data, np.int64(sp_mask), tok_off, np.array(tok_len, np.int64),
           np.int64(max(len(s) for s in names)), first, last)
@@ -115,8 +116,8 @@ def _tables():
     # changes anything (its span is its token, the exception's tokens are that token, and spans are taken
     # longest first, so it blocks no other): left out.
     index = {s: i for i, s in enumerate(names)}
-    assert all(T.SPECIALS[s] == toks for s, toks in T.MATCHER.items() if len(toks) == 1)
-    pats = [(s, toks) for s, toks in T.MATCHER.items() if len(toks) > 1]
+    assert all(T["specials"][s] == toks for s, toks in T["matcher"].items() if len(toks) == 1)
+    pats = [(s, toks) for s, toks in T["matcher"].items() if len(toks) > 1]
     m_tok_off = np.cumsum([0] + [len(toks) for _, toks in pats]).astype(np.int64)
     flat = [t for _, toks in pats for t in toks]
     m_tok_cps_off = np.cumsum([0] + [len(t) for t in flat]).astype(np.int64)
@@ -144,7 +145,7 @@ def _tables():
           np.int64(chain))
 
     # suffix literals: those without a digit look-behind first
-    lits = sorted(T.SUFFIX_LITERALS, key=lambda x: (x[1] == K.LB_DIGIT, x[0], x[1]))
+    lits = sorted(T["suffix_literals"], key=lambda x: (x[1] == K.LB_DIGIT, x[0], x[1]))
     lit_off = np.cumsum([0] + [len(s) for s, _ in lits]).astype(np.int64)
     lit_cps = np.array([ord(c) for s, _ in lits for c in s], np.int64)
     lit_lb = np.array([lb for _, lb in lits], np.int64)
@@ -166,7 +167,7 @@ def _tables():
         assert lb in (K.LB_DIGIT, K.LB_DOTPRE, K.LB_TWO_UPPER, K.LB_DEGREE) or any(complex_[ord(c)] for c in lit_s), lit_s
     flags[complex_] |= np.uint16(K.COMPLEX)
 
-    stop = [np.array([ord(c) for c in w], np.int64) for w in T.STOP_WORDS]
+    stop = [np.array([ord(c) for c in w], np.int64) for w in T["stop_words"]]
     stop_off = np.cumsum([0] + [len(w) for w in stop]).astype(np.int64)
     return flags, flags2, sp, mt, lit, (np.concatenate(stop), stop_off)
 

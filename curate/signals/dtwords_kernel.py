@@ -10,7 +10,7 @@ Tokenizer (spaCy 3.8 ``Tokenizer.__call__``, re-implemented step by step):
   at its infixes, an infix at position 0 ignored), then the suffixes in reverse;
 - ``_apply_special_cases``: runs of tokens that spell an exception containing affixes (``MATCHER``: ``''``,
   ``Mr.``, ``:)`` ...) are found, filtered longest-first, and merged back when nothing separates them.
-Which characters are prefixes, suffixes and infixes comes from spaCy's own regexes (``dtwords_tables``),
+Which characters are prefixes, suffixes and infixes comes from spaCy's own regexes (``data/dtwords_tables.json``),
 as per-code-point flags; the rules' order and look-arounds are written out below. Like spaCy, a chunk's
 tokens are cached (per batch): repeated chunks ("the", "said,") cost a hash lookup.
 

@@ -49,6 +49,16 @@ def test_curate_comes_from_the_wheel_with_its_data(fresh):
     assert all(str(fresh / "venv") in line for line in out), out
 
 
+def test_the_dt_words_tables_ship_as_package_data(fresh):
+    """data/dtwords_tables.json is in the wheel: the installed tokenizer splits with spaCy's exceptions."""
+    code = ("from curate.signals import dtwords_data as d; from curate.signals.dtwords import datatrove_words as w; "
+            "print(d.PATH); print(w(\"Mr. Smith don't.\"))")
+    out = subprocess.run([fresh / "venv" / "bin" / "python", "-c", code], capture_output=True, text=True, cwd=fresh,
+                         env=_env(fresh), check=True).stdout.splitlines()
+    assert str(fresh / "venv") in out[0] and out[0].endswith("dtwords_tables.json"), out
+    assert out[1] == "['Mr.', 'Smith', 'do', \"n't\", '.']", out
+
+
 def test_the_packaged_recipe_runs_outside_the_repository(fresh):
     env = _env(fresh)
     listing = subprocess.run(["curate", "recipes"], capture_output=True, text=True, cwd=fresh, env=env, timeout=120)

@@ -37,7 +37,7 @@ sys.path.insert(0, str(ROOT / "bench"))
 import parity as P  # noqa: E402  (bench/parity.py)
 
 from curate.signals import datatrove_word_stats, datatrove_words  # noqa: E402
-from curate.signals import dtwords_tables as TABLES  # noqa: E402
+from curate.signals.dtwords_data import load_tables  # noqa: E402
 
 SHARED_DATA = P.SHARED_DATA
 RECIPES = P.RECIPES
@@ -160,18 +160,19 @@ def test_tokenizer_is_spacys_on_random_strings():
 
 
 def test_shipped_tables_are_the_installed_spacys():
-    """dtwords_tables was built from spaCy's rules and datatrove's sets: a fresh build from the installed
+    """data/dtwords_tables.json was built from spaCy's rules and datatrove's sets: a fresh build from the installed
     versions gives the same exceptions, matcher patterns, affix literals and character classes (classes
     checked on the BMP's first 0x3100 code points and 20,000 random others, a full build takes ~15 s)."""
     from curate.signals.dtwords_build import build
 
+    TABLES = load_tables()
     rng = random.Random(7)
     sample = sorted(set(range(0x3100)) | {rng.randrange(0x3100, 0x110000) for _ in range(20000)})
     fresh = build(sample)
     for key in ("MULTI_PREFIX", "SUFFIX_LITERALS", "SPECIALS", "MATCHER", "STOP_WORDS"):
-        assert fresh[key.lower()] == _normal(getattr(TABLES, key)), key
+        assert fresh[key.lower()] == _normal(TABLES[key.lower()]), key
     inside = set(sample)
-    for name, ranges in TABLES.CLASSES.items():
+    for name, ranges in TABLES["classes"].items():
         shipped = {c for lo, hi in ranges for c in range(lo, hi + 1) if c in inside}
         assert shipped == {c for lo, hi in fresh["classes"][name] for c in range(lo, hi + 1) if c in inside}, name
 
@@ -241,9 +242,10 @@ def test_recipes_read_dt_words_and_datatrove_character_sets():
     (marks,) = duckdb.sql(f"SELECT {marks_sql}").fetchall()[0]
     assert sorted(marks) == sorted(TERMINAL_PUNCTUATION)
     # the kernel's non-symbol test is datatrove's PUNCTUATION_SET, its stop words Gopher's
-    shipped = {chr(c) for lo, hi in TABLES.CLASSES["PUNCT"] for c in range(lo, hi + 1)}
+    TABLES = load_tables()
+    shipped = {chr(c) for lo, hi in TABLES["classes"]["PUNCT"] for c in range(lo, hi + 1)}
     assert shipped == {c for c in PUNCTUATION_SET if len(c) == 1}
-    assert sorted(TABLES.STOP_WORDS) == sorted(STOP_WORDS)
+    assert sorted(TABLES["stop_words"]) == sorted(STOP_WORDS)
 
 
 def test_synthetic_documents_fail_the_same_rule_as_datatrove():
