@@ -85,6 +85,7 @@ class RayExecutor:
     def map(self, work: Work, tasks: Iterable[Task], resources: Resources) -> Iterator[tuple[Task, dict]]:
         if self.watcher is not None:
             self.watcher.stage(work.stage)
+        self._check_nodes(work.stage)
         options = self._placeable(work, resources.ray_options())
         if options.get("memory") is None and self.task_memory_mb:
             options["memory"] = self.task_memory_mb * 1024 * 1024
@@ -98,9 +99,8 @@ class RayExecutor:
         while True:
             done, _ = self.ray.wait(refs, num_returns=1, timeout=self.WAIT_SECONDS)
             now = time.monotonic()
-            if now - self.nodes_checked > self.NODES_SECONDS and not self.head_lost:
-                self.nodes_checked = now
-                self._count_nodes(work)
+            if now - self.nodes_checked > self.NODES_SECONDS:
+                self._check_nodes(work.stage)
             if done:
                 return done
             if self.head.lost():
@@ -111,15 +111,22 @@ class RayExecutor:
                                   f"every task that finished is recorded in {work.rundir.root}: start a new cluster and run "
                                   "the same command against it to resume from there")
 
-    def _count_nodes(self, work: Work) -> None:
+    def _check_nodes(self, stage: str | None) -> None:
+        """Say so when a node left the cluster: while a stage waits, as each stage starts and once more as the
+        run ends (Ray declares a killed node dead some seconds later, possibly after the stage it broke)."""
+        if self.nodes > 1 and not self.head_lost:
+            self.nodes_checked = time.monotonic()
+            self._count_nodes(stage)
+
+    def _count_nodes(self, stage: str | None) -> None:
         try:
             alive = cluster.alive_nodes()
         except Exception:  # noqa: BLE001 - the head is down: HeadWatch reports it
             return
         ids = {n["NodeID"][:8] for n in alive}
         if gone := self.node_ids - ids:
-            log.warning("stage '%s': node%s %s left the Ray cluster; %d node%s left, the tasks it was running are retried "
-                        "there", work.stage, "s" if len(gone) > 1 else "", ", ".join(sorted(gone)), len(ids),
+            log.warning("%snode%s %s left the Ray cluster; %d node%s left, the tasks it was running are retried "
+                        "there", f"stage '{stage}': " if stage else "", "s" if len(gone) > 1 else "", ", ".join(sorted(gone)), len(ids),
                         "s" if len(ids) != 1 else "")
         self.node_ids = ids
 
@@ -250,6 +257,8 @@ class RayExecutor:
 
     def close(self) -> None:
         try:
+            if self.ray.is_initialized():
+                self._check_nodes(None)
             if self.owns and not self.head_lost and self.ray.is_initialized():  # a lost head: nothing to shut down politely
                 self.ray.shutdown()
         finally:

@@ -102,7 +102,11 @@ class LoopbackCluster:
         self.temp = tempfile.mkdtemp(prefix="cmn", dir="/tmp")  # short: Ray's socket paths must fit 107 bytes
         previous = self._address_file()
         try:
-            self.cluster = Cluster(initialize_head=True, head_node_args={**NODE, "include_dashboard": False, "temp_dir": self.temp})
+            # a killed node is declared dead after 3 failed 1 s health checks (Ray's default: 5 of 3 s), so a
+            # run that ends soon after losing one still sees it go
+            fast = {"health_check_period_ms": 1000, "health_check_failure_threshold": 3}
+            self.cluster = Cluster(initialize_head=True, head_node_args={**NODE, "include_dashboard": False, "temp_dir": self.temp,
+                                                                         "_system_config": fast})
             for _ in range(nodes - 1):
                 self.cluster.add_node(**NODE)
             self.cluster.wait_for_nodes()
