@@ -11,9 +11,9 @@ import re
 from typing import Mapping
 
 from curate.errors import ConfigError
+from curate.run_folders import RESERVED
 
 TABLES = "tables"   # a USES entry: every id-keyed table of the earlier steps (`Stage.VIEW`)
-RUN_FOLDERS = ("docs", "kept", "quarantine", "ledger", "tokens", "_work", "_state")  # rundir/layout.py RESERVED
 
 
 def final_last(steps: list, registry: Mapping[str, type]) -> list:
@@ -45,7 +45,7 @@ def check_chain(steps: list, registry: Mapping[str, type], file: str) -> None:
             step.upstream.update({f"{TABLES}.{name}": name for name in keyed_steps(steps, registry, step.name)})
         for product in cls.PRODUCES:
             provided[product] = step.name
-        if cls.VIEW and step.name in RUN_FOLDERS:
+        if cls.VIEW and step.name in RESERVED:
             raise ConfigError(file, key, f"a {step.kind} step writes its table to RUN/<step name>/, and '{step.name}' is a "
                                          "folder of every run; rename the step")
     check_columns(steps, registry, file)

@@ -2,8 +2,9 @@
 
 ```
 RUN/pipeline.yaml  summary.json  manifest.json  _lock.json (the run writing it now)
-RUN/<table>/<source>/<shard>.parquet      docs, kept, quarantine (keyed by id);
-                                          all but docs carry `source` and one schema across sources (tables.py)
+RUN/<table>/<source>/<shard>.parquet      docs, kept (keyed by id); kept carries `source` and one schema
+                                          across sources (tables.py)
+RUN/quarantine/<step>/<source>/<shard>.parquet  documents a step set aside, whole (kept's columns), per step
 RUN/<step>/<source>/<shard>.parquet       a step's own table keyed by id (signals, classify scores, dual_use decisions),
                                           listed in its record (`keyed_tables`, rundir/views.py)
 RUN/ledger/<stage>/<source>/<shard>.parquet
@@ -26,9 +27,6 @@ from dataclasses import dataclass
 from curate.io import fs
 
 ACCOUNTING = "shards"
-TABLES = ("docs", "kept", "quarantine")
-SOURCED = ("kept", "quarantine")   # every file carries `source` (rundir/tables.py)
-RESERVED = (*TABLES, "ledger", "tokens", "_work", "_state")   # run folders no step may be named after
 TOKEN_SUFFIXES = {"megatron": (".bin", ".idx"), "datatrove": (".ds", ".ds.index", ".ds.metadata")}
 
 
@@ -68,6 +66,10 @@ class RunDir:
     def work(self, stage: str, *parts: str) -> str:
         """A stage's intermediate files (band keys, graph rounds, scans, model scores): `RUN/_work/<stage>/`."""
         return self.path("_work", stage, *parts)
+
+    def quarantine(self, stage: str, source: str, shard: str) -> str:
+        """Documents `stage` set aside, whole, for audit: each step that quarantines has its own part."""
+        return self.path("quarantine", stage, source, f"{shard}.parquet")
 
     def clusters(self, stage: str, source: str, shard: str) -> str:
         return self.path(stage, "clusters", source, f"{shard}.parquet")

@@ -1,6 +1,7 @@
 """DuckDB views over a run directory: what `curate query` (and the examples a model trains on) read.
 
-Views: the run's tables (`docs`, `kept`, `quarantine`: one row per document, with `source`), every id-keyed
+Views: the run's tables (`docs`, `kept`, `quarantine`: one row per document, with `source`; `quarantine` also
+with the `step` that set the document aside), every id-keyed
 table a step listed in its record (`RUN/_state/<step>/record.json`), under the step's name and in a view per
 kind of table over all steps of that kind (`signals`, `scores`, `dual_use`), then `ledger`, `clusters` and
 `tokens`, as they appear. No table name is written here: a new stage that lists its table is seen as it is.
@@ -19,7 +20,8 @@ import duckdb
 
 from curate.errors import CurateError
 from curate.io import fs
-from curate.rundir.layout import SOURCED, TABLES, RunDir
+from curate.rundir.layout import RunDir
+from curate.run_folders import BY_STEP, SOURCED, TABLES
 from curate.sql import connect as sql_connect
 from curate.sql import quote, read_parquet
 
@@ -39,7 +41,7 @@ def connect(root: str) -> duckdb.DuckDBPyConnection:
         raise CurateError(f"{root}: not a run directory (no pipeline.yaml); run `curate run PIPELINE --output {root}` first")
     con = sql_connect(threads=None, readable=(run.root,))  # reads the run's files and nothing else
     for view in TABLES:
-        parts = _scans(con, run, view, view in SOURCED)
+        parts = _by_step(con, run, view) if view in BY_STEP else _scans(con, run, view, view in SOURCED)
         if parts:
             con.execute(f"CREATE VIEW {view} AS " + " UNION ALL BY NAME ".join(parts))
     steps: dict[str, list[str]] = {}
@@ -63,6 +65,12 @@ def connect(root: str) -> duckdb.DuckDBPyConnection:
     if parts:
         con.execute("CREATE VIEW tokens AS " + " UNION ALL ".join(parts))
     return con
+
+
+def _by_step(con: duckdb.DuckDBPyConnection, run: RunDir, table: str) -> list[str]:
+    """A table with a part per step (RUN/<table>/<step>/<source>/): every part, with the `step` that wrote it."""
+    steps = sorted(p.rstrip("/").rsplit("/", 1)[-1] for p in fs.glob(run.path(table, "*")))
+    return [f"SELECT *, {quote(step)} AS step FROM ({scan})" for step in steps for scan in _scans(con, run, f"{table}/{step}", True)]
 
 
 def _scans(con: duckdb.DuckDBPyConnection, run: RunDir, folder: str, sourced: bool) -> list[str]:

@@ -13,7 +13,7 @@ import logging
 
 from curate.io import fs
 from curate.rundir import RunDir
-from curate.rundir.layout import RESERVED, TABLES
+from curate.run_folders import BY_STEP, RESERVED, TABLES
 
 log = logging.getLogger("curate")
 LEGACY_TABLES = ("signals", "scores", "dual_use")
@@ -42,8 +42,11 @@ def remove_stale(run: RunDir, pipeline, registry) -> None:
         if owner not in steps:
             log.info("removing %s/clusters: the pipeline has no step '%s' any more", owner, owner)
             fs.remove(path)
-    written = {"kept", *(t for s in pipeline.stages for t in registry[s.kind].TABLES)}
-    for table in (*TABLES, "tokens/docs", "tokens/_shards"):
+    written = {"kept", *(t for s in pipeline.stages for t in registry[s.kind].tables(s.name))}
+    parts = [f"{table}/{_name(p)}" for table in BY_STEP for p in fs.glob(run.path(table, "*"))]
+    for table in (*TABLES, *parts, "tokens/docs", "tokens/_shards"):   # a part of an earlier layout goes too
+        if table in BY_STEP and any(t.startswith(f"{table}/") for t in written):
+            continue
         if table not in written and fs.exists(run.path(*table.split("/"))):
             log.info("removing %s/: no step of the pipeline writes it any more", table)
             fs.remove(run.path(*table.split("/")))

@@ -37,7 +37,8 @@ class Stage(ABC):
     KERNELS: tuple[str, ...] = ()   # numba kernels its accounting tasks call (runner/kernels.py)
     GLOBAL = False                         # each source's results depend on every source (dedup, mix, manifest)
     VERSION = 1                            # bump when the stage's code changes what it writes: runs recompute it
-    TABLES: tuple[str, ...] = ()           # per-source folders it writes: RUN/<table>/<source>/ ("tokens/docs")
+    TABLES: tuple[str, ...] = ()           # per-source folders it writes: RUN/<table>/<source>/ ("tokens/docs";
+                                           # "quarantine/{step}": a part of its own, by step name)
     PIPELINE_READS: tuple[str, ...] = ()   # pipeline settings it reads beyond its options, e.g. ("priority",)
     SOURCE_OPTIONS: tuple[str, ...] = ()   # options keyed by source (and `all`): a source depends on its entries only
     VIEW = ""   # it writes a table keyed by id under its own name, RUN/<step>/<source>/, shown in `curate query` as
@@ -105,6 +106,11 @@ class Stage(ABC):
         return [{"name": self.name, "view": self.VIEW, "kind": self.KIND, "path": self.name, "key": ["source", "id"],
                  "columns": self.keyed_columns(self.options)}]
 
+    @classmethod
+    def tables(cls, step: str) -> list[str]:
+        """The folders of TABLES for a step of this kind named `step`."""
+        return [t.format(step=step) for t in cls.TABLES]
+
     def options_for(self, source: str) -> dict:
         """The options that concern `source` (see `reads.options_for`); a stage may narrow them further."""
         return options_for(self.options, source, self.SOURCE_OPTIONS)
@@ -117,12 +123,12 @@ class Stage(ABC):
     def owned_paths(self) -> list[str]:
         """Everything this stage writes, removed when a GLOBAL stage changes."""
         return [self.run.path("ledger", self.name), self.run.state(self.name), self.run.work(self.name),
-                *(self.run.path(*t.split("/")) for t in self.TABLES), *([self.run.path(self.name)] if self.VIEW else [])]
+                *(self.run.path(*t.split("/")) for t in self.tables(self.name)), *([self.run.path(self.name)] if self.VIEW else [])]
 
     def source_outputs(self, source: str) -> list[str]:
         """What this stage wrote for one source, removed when that source's fingerprint changes (the markers
         of its unkeyed phases are removed by the runner)."""
-        return [self.run.path("ledger", self.name, source), *(self.run.path(*t.split("/"), source) for t in self.TABLES),
+        return [self.run.path("ledger", self.name, source), *(self.run.path(*t.split("/"), source) for t in self.tables(self.name)),
                 *([self.run.path(self.name, source)] if self.VIEW else [])]
 
     @abstractmethod

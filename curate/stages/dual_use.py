@@ -7,7 +7,7 @@ cached per model (`RUN/_work/<stage>/classifier/<model>/`), so a new threshold o
 re-runs the model on a document it already scored. An inference error marks the document (fail
 closed). The accounting phase decides from the stored values: `RUN/dual_use/<source>/` (every
 document's hits, terms, escalation, score, flag and what decided it), flagged documents whole in
-`RUN/quarantine/<source>/`, and ledger rows `dual_use:classifier`, `dual_use:error`, `dual_use:blocklist`.
+`RUN/quarantine/<step>/<source>/`, and ledger rows `dual_use:classifier`, `dual_use:error`, `dual_use:blocklist`.
 """
 
 from __future__ import annotations
@@ -45,9 +45,9 @@ MODEL = {k: v for k, v in MODEL_OPTIONS.items() if k not in ("sources", "standin
 @stage("dual_use")
 class DualUseStage(ShardStage):
     PRODUCES = ("dual_use",)
-    TABLES = ("quarantine",)
+    TABLES = ("quarantine/{step}",)
     VIEW = "dual_use"
-    VERSION = 2   # 2: its decisions moved to RUN/<step>/
+    VERSION = 3   # 2: its decisions moved to RUN/<step>/; 3: its quarantine to RUN/quarantine/<step>/
     REMOVES = True
     OPTIONS = {
         "terms": Field((str,), default="demo", doc="term file (one per line, # comments); 'demo': the shipped stand-in list"),
@@ -188,7 +188,7 @@ class DualUseStage(ShardStage):
             scan = pq.read_table(handle)
         scores = read_scores(self.cache_dir(), shard) if self.model() is not None else None
         o = self.options
-        with ParquetSink(self.run.table("quarantine", shard.source, shard.shard), self.documents.schema) as quarantine:
+        with ParquetSink(self.run.quarantine(self.name, shard.source, shard.shard), self.documents.schema) as quarantine:
             for batch in batches:
                 decided, removed, counts = decide(batch.select(["id"]), scan, scores, o["escalate_at"], o["threshold"],
                                                   o["fail_closed"], o["backfill"])

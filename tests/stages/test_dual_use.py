@@ -61,7 +61,7 @@ def test_the_demo_funnel_escalates_the_topic_and_flags_the_how_to_pages(tmp_path
     assert all(rows[i][4] == "classifier" and rows[i][2] > 0.5 for i in flagged)
     assert all(rows[i][4] == "blocklist" and rows[i][2] is None for i in rows if i not in escalated)
     # quarantine holds exactly the flagged documents, whole; the ledger names terms and score
-    quarantine = dict(sql(run, "SELECT id, text FROM read_parquet('RUN/quarantine/*/*.parquet', union_by_name=true)"))
+    quarantine = dict(sql(run, "SELECT id, text FROM read_parquet('RUN/quarantine/*/*/*.parquet', union_by_name=true)"))
     docs = dict(sql(run, "SELECT id, text FROM read_parquet('RUN/docs/*/*.parquet', union_by_name=true)"))
     assert set(quarantine) == flagged and all(quarantine[i] == docs[i] for i in flagged)
     ledger = sql(run, "SELECT id, reason, detail FROM read_parquet('RUN/ledger/dual_use/*/*.parquet')")
@@ -98,7 +98,7 @@ def test_a_model_that_fails_flags_its_documents_and_loses_nothing(tmp_path, samp
     live = sql(run, "SELECT count(*) FROM read_parquet('RUN/docs/*/*.parquet', union_by_name=true)")[0][0]
     kept = sql(run, "SELECT count(*) FROM read_parquet('RUN/kept/*/*.parquet', union_by_name=true)")[0][0]
     assert kept + len(ledger) == live
-    assert set(dict(sql(run, "SELECT id, 1 FROM read_parquet('RUN/quarantine/*/*.parquet', union_by_name=true)"))) == \
+    assert set(dict(sql(run, "SELECT id, 1 FROM read_parquet('RUN/quarantine/*/*/*.parquet', union_by_name=true)"))) == \
         {r[0] for r in rows if r[1]}
     # fail open on request: the errors are kept
     assert run_cli(f, "--output", run, "--inline", "-q", "--set", "stages.dual_use.fail_closed=false") == 0
@@ -120,6 +120,25 @@ def test_new_thresholds_re_decide_from_stored_values(tmp_path, sample_dir, topic
     mentions = {i for i, k in topic.items() if k == "mention"}
     texts = dict(sql(run, "SELECT id, text FROM read_parquet('RUN/docs/*/*.parquet', union_by_name=true)"))
     assert sorted(calls[first:]) == sorted(texts[i] for i in mentions), "only the newly escalated documents are scored"
+
+
+def test_two_dual_use_steps_each_quarantine_in_a_part_of_their_own(tmp_path, sample_dir, topic):
+    model = DUAL_USE.format(sample=sample_dir).split("\n", 1)[1]
+    both = "  strict:\n    use: dual_use\n    threshold: 0.9992\n" + model + DUAL_USE.format(sample=sample_dir)
+    f = pipeline(tmp_path, sample_dir, both)
+    run = tmp_path / "run"
+    assert run_cli(f, "--output", run, "--inline", "-q") == 0
+    from curate.query import connect
+
+    by_step = dict(connect(str(run)).sql("SELECT step, list(id ORDER BY id) FROM quarantine GROUP BY 1").fetchall())
+    for step in ("strict", "dual_use"):   # each part holds what its own step flagged, and only that
+        assert by_step[step] and by_step[step] == sorted(dict(sql(run, f"SELECT id, 1 FROM read_parquet('RUN/ledger/{step}/*/*.parquet')")))
+    assert set(by_step["strict"]) | set(by_step["dual_use"]) == {i for i, k in topic.items() if k == "howto"}
+    # the strict step leaves the pipeline: its part goes, the other step's stays
+    assert run_cli(pipeline(tmp_path, sample_dir, DUAL_USE.format(sample=sample_dir)), "--output", run, "--inline", "-q") == 0
+    assert not (run / "quarantine" / "strict").exists()
+    howto = sum(k == "howto" for k in topic.values())
+    assert len(sql(run, "SELECT id FROM read_parquet('RUN/quarantine/dual_use/*/*.parquet')")) == howto
 
 
 def test_the_stage_is_off_in_zyda2_until_enabled(sample_env):
