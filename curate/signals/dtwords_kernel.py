@@ -413,10 +413,239 @@ def new_work(cap):
             np.zeros(cap, np.int32), np.zeros(cap, np.int32), np.zeros(cap, np.int8))
 
 
+@nb.njit(cache=True, inline="always")
+def _emit(tok_s, tok_e, tok_sep, n, s, e, sep):
+    """Token n is cps[s:e]; `sep` says what separates it from the one before. Returns n + 1."""
+    tok_s[n] = s
+    tok_e[n] = e
+    tok_sep[n] = sep
+    return n + 1
+
+
+@nb.njit(cache=True, inline="always")
+def _cached_chunk(cps, a, e, h, slot, c_slots, c_hash, c_off, c_cps, c_toff, c_tlen, c_mask, tok_s, tok_e, tok_sep, n, sep):
+    """A chunk seen before in this batch: its tokens from the cache. Returns the token count after it (-1: not
+    cached) and the slot where probing stopped (where a chunk not cached is remembered)."""
+    ln = e - a
+    while c_slots[slot] >= 0:
+        k = c_slots[slot]
+        if c_hash[k] == h and c_off[k + 1] - c_off[k] == ln:
+            same = True
+            base = c_off[k]
+            for j in range(ln):
+                if c_cps[base + j] != cps[a + j]:
+                    same = False
+                    break
+            if same:
+                p = a
+                for j in range(c_toff[k], c_toff[k + 1]):
+                    n = _emit(tok_s, tok_e, tok_sep, n, p, p + c_tlen[j], sep)
+                    p += c_tlen[j]
+                    sep = 0
+                return n, slot
+        slot = (slot + 1) & c_mask
+    return -1, slot
+
+
+@nb.njit(cache=True, inline="always")
+def _remember_chunk(cps, a, e, h, slot, n0, n, tok_s, tok_e, c_slots, c_hash, c_off, c_cps, c_toff, c_tlen, c_state):
+    """Store a chunk's tokens in the cache while it has room."""
+    ln = e - a
+    m = c_state[0]
+    if m < len(c_hash) and c_off[m] + ln <= len(c_cps) and c_toff[m] + (n - n0) <= len(c_tlen):
+        c_hash[m] = h
+        for j in range(ln):
+            c_cps[c_off[m] + j] = cps[a + j]
+        c_off[m + 1] = c_off[m] + ln
+        for j in range(n - n0):
+            c_tlen[c_toff[m] + j] = tok_e[n0 + j] - tok_s[n0 + j]
+        c_toff[m + 1] = c_toff[m] + (n - n0)
+        c_slots[slot] = m
+        c_state[0] = m + 1
+
+
+@nb.njit(cache=True, inline="always")
+def _exception(cps, qs, qe, sp_slots, sp_keys, sp_off, sp_data, sp_mask):
+    """The tokenizer exception (SPECIALS) that cps[qs:qe] spells, or -1."""
+    qn = qe - qs
+    hq = _SEED
+    for p in range(qs, qe):
+        hq = (hq ^ _U64(cps[p])) * _PRIME
+    hq = _mix(hq ^ _U64(qn))
+    j = np.int64(hq & _U64(sp_mask))
+    while sp_slots[j] >= 0:
+        kk = sp_slots[j]
+        if sp_keys[kk] == hq and sp_off[kk + 1] - sp_off[kk] == qn:
+            ok = True
+            for u in range(qn):
+                if sp_data[sp_off[kk] + u] != cps[qs + u]:
+                    ok = False
+                    break
+            if ok:
+                return kk
+        j = (j + 1) & sp_mask
+    return -1
+
+
+@nb.njit(cache=True, inline="always")
+def _prefix_len(cps, cs, ce, flags):
+    """spaCy's prefix_search at cs: the length of the first alternative that matches (0: none)."""
+    c = cps[cs]
+    if c == 46:  # r"\.\.+"
+        q = cs
+        while q < ce and cps[q] == 46:
+            q += 1
+        if q - cs >= 2:
+            return q - cs
+    elif c == 43:  # r"\+(?![0-9])"
+        if not (cs + 1 < ce and _is_digit09(cps[cs + 1])):
+            return 1
+    elif c == 85 and cs + 2 < ce and cps[cs + 1] == 83 and cps[cs + 2] == 36:  # US$
+        return 3
+    elif (c == 67 or c == 65) and cs + 1 < ce and cps[cs + 1] == 36:  # C$ A$
+        return 2
+    elif flags[c] & PRE1:
+        return 1
+    return 0
+
+
+@nb.njit(cache=True, inline="always")
+def _literal_at(cps, p, lit_cps, lit_off, j):
+    """Suffix literal j is spelled at cps[p:]."""
+    for u in range(lit_off[j + 1] - lit_off[j]):
+        if lit_cps[lit_off[j] + u] != cps[p + u]:
+            return False
+    return True
+
+
+@nb.njit(cache=True, inline="always")
+def _suffix_len(cps, xs, ce, flags, flags2, lit_cps, lit_off, lit_lb, n_plain):
+    """spaCy's suffix_search on cps[xs:ce]: the length from the leftmost start of a rule matching up to the end."""
+    if ce <= xs:
+        return 0
+    q = ce
+    while q > xs and cps[q - 1] == 46:
+        q -= 1
+    if ce - q >= 2:  # r"\.\.+$" (no other rule ends in two dots)
+        return ce - q
+    c = cps[ce - 1]
+    if not flags2[c] & SUF_END:
+        return 0
+    best = ce - 1 if flags[c] & SUF1 else ce
+    for j in range(n_plain):  # literals without a digit look-behind
+        p = ce - (lit_off[j + 1] - lit_off[j])
+        if p < xs or p >= best or lit_cps[lit_off[j + 1] - 1] != c or not _literal_at(cps, p, lit_cps, lit_off, j):
+            continue
+        lb = lit_lb[j]
+        if lb == LB_NONE:
+            best = p
+        elif lb == LB_DEGREE:
+            if p - 2 >= xs and cps[p - 2] == 0xB0 and (
+                    cps[p - 1] == 70 or cps[p - 1] == 102 or cps[p - 1] == 67
+                    or cps[p - 1] == 99 or cps[p - 1] == 75 or cps[p - 1] == 107):
+                best = p
+        elif lb == LB_DOTPRE:
+            if p - 1 >= xs and flags[cps[p - 1]] & DOTPRE:
+                best = p
+        elif lb == LB_TWO_UPPER and p - 2 >= xs and flags[cps[p - 2]] & AU and flags[cps[p - 1]] & AU:
+            best = p
+    digit = False
+    for p in range(max(xs, ce - 7), ce - 1):
+        if _is_digit09(cps[p]):
+            digit = True
+            break
+    if digit:  # literals after [0-9]: units, currencies, '+'
+        for j in range(n_plain, len(lit_lb)):
+            p = ce - (lit_off[j + 1] - lit_off[j])
+            if p - 1 < xs or p >= best or lit_cps[lit_off[j + 1] - 1] != c or not _is_digit09(cps[p - 1]):
+                continue
+            if _literal_at(cps, p, lit_cps, lit_off, j):
+                best = p
+    return ce - best
+
+
+@nb.njit(cache=True, inline="always")
+def _infix_end(cps, cs, ce, p, flags):
+    """Where the first English infix rule matching at p ends (-1: none); a caller skips a match at cs."""
+    c = cps[p]
+    m = -1
+    if c == 46 and p + 1 < ce and cps[p + 1] == 46:  # r"\.\.+"
+        m = p
+        while m < ce and cps[m] == 46:
+            m += 1
+    elif c == 0x2026 or flags[c] & ICON:  # "…", LIST_ICONS
+        m = p + 1
+    elif p > cs:
+        b = cps[p - 1]
+        nx = cps[p + 1] if p + 1 < ce else -1
+        fn = flags[nx] if nx >= 0 else 0
+        # one branch per spaCy rule, in its order
+        if _is_digit09(b) and (c == 43 or c == 45 or c == 42 or c == 94) and (  # noqa: SIM114
+                _is_digit09(nx) or nx == 45):  # (?<=[0-9])[+\-*^](?=[0-9-])
+            m = p + 1
+        elif c == 46 and flags[b] & LQ and fn & UQ:  # noqa: SIM114 (?<=[{al}{q}])\.(?=[{au}{q}])
+            m = p + 1
+        elif c == 44 and flags[b] & ALPHA and fn & ALPHA:  # noqa: SIM114 (?<=[{a}]),(?=[{a}])
+            m = p + 1
+        elif flags[b] & ALNUM:
+            # (?<=[{a}0-9])(?:-|–|—|--|---|——|~)(?=[{a}]): the first alternative followed by a letter
+            if c == 45:
+                for qn in range(1, 4):
+                    if p + qn - 1 >= ce or cps[p + qn - 1] != 45:
+                        break
+                    if p + qn < ce and flags[cps[p + qn]] & ALPHA:
+                        m = p + qn
+                        break
+            elif c == 0x2013 or c == 0x7E:
+                if fn & ALPHA:
+                    m = p + 1
+            elif c == 0x2014:
+                if fn & ALPHA:
+                    m = p + 1
+                elif nx == 0x2014 and p + 2 < ce and flags[cps[p + 2]] & ALPHA:
+                    m = p + 2
+            elif (c == 58 or c == 60 or c == 62 or c == 61 or c == 47) and fn & ALPHA:
+                m = p + 1  # (?<=[{a}0-9])[:<>=/](?=[{a}])
+    return m
+
+
+@nb.njit(cache=True, inline="always")
+def _split_infixes(cps, cs, ce, flags, flags2, tok_s, tok_e, tok_sep, n, sep):
+    """spaCy's infix_finditer over cps[cs:ce]: the pieces between infixes and the infixes, as tokens.
+    Returns the token count and the separator for the next token."""
+    start = cs
+    p = cs
+    while p < ce:
+        if not (flags2[cps[p]] & INFIX_START):
+            p += 1
+            continue
+        m = _infix_end(cps, cs, ce, p, flags)
+        if m < 0:
+            p += 1
+            continue
+        if p != cs:
+            if p != start:
+                n = _emit(tok_s, tok_e, tok_sep, n, start, p, sep)
+                sep = 0
+            n = _emit(tok_s, tok_e, tok_sep, n, p, m, sep)
+            sep = 0
+            start = m
+        p = m
+    if start < ce:
+        n = _emit(tok_s, tok_e, tok_sep, n, start, ce, sep)
+        sep = 0
+    return n, sep
+
+
 @nb.njit(cache=True)
 def tokenize(cps, ncp, flags, flags2, sp, mt, lit_cps, lit_off, lit_lb, n_plain, tok_s, tok_e, tok_sep, work, cache):
     """spaCy's tokens of cps[:ncp] (whitespace tokens left out, as datatrove's strip does): their count; the
-    spans are in tok_s/tok_e. `work`: scratch from `new_work`; `cache`: from `new_cache` (kept across calls)."""
+    spans are in tok_s/tok_e. `work`: scratch from `new_work`; `cache`: from `new_cache` (kept across calls).
+
+    Per chunk (a run of non-space characters): the chunk cache, then `_split_affixes` (prefixes and
+    suffixes, with the exception lookups each round needs), `_attach_tokens` (prefixes, the rest: an
+    exception, a URL or its infix pieces, then the suffixes), then the chunk is remembered; at the end
+    `_apply_special_cases` merges exceptions that span tokens."""
     pre_s, pre_e, suf_s, suf_e, out_s, out_e, out_sep = work
     sp_slots, sp_keys, sp_off, sp_data, sp_mask, sp_tok_off, sp_tok_len, sp_max, sp_first, sp_last = sp
     m_slots, m_keys, m_next, m_mask, m_tok_off, m_tok_cps_off, m_tok_cps, m_special, m_first, m_last, m_chain = mt
@@ -447,32 +676,11 @@ def tokenize(cps, ncp, flags, flags2, sp, mt, lit_cps, lit_off, lit_lb, n_plain,
             h = (h ^ _U64(c)) * _PRIME
             pos += 1
         e = pos
-        ln = e - a
-        h = _mix(h ^ _U64(ln))
+        h = _mix(h ^ _U64(e - a))
         slot = np.int64(h & _U64(c_mask))
-        hit = False
-        while c_slots[slot] >= 0:
-            k = c_slots[slot]
-            if c_hash[k] == h and c_off[k + 1] - c_off[k] == ln:
-                same = True
-                base = c_off[k]
-                for j in range(ln):
-                    if c_cps[base + j] != cps[a + j]:
-                        same = False
-                        break
-                if same:
-                    p = a
-                    for j in range(c_toff[k], c_toff[k + 1]):
-                        tok_s[n] = p
-                        p += c_tlen[j]
-                        tok_e[n] = p
-                        tok_sep[n] = sep
-                        sep = 0
-                        n += 1
-                    hit = True
-                    break
-            slot = (slot + 1) & c_mask
-        if hit:
+        hit, slot = _cached_chunk(cps, a, e, h, slot, c_slots, c_hash, c_off, c_cps, c_toff, c_tlen, c_mask, tok_s, tok_e, tok_sep, n, sep)
+        if hit >= 0:
+            n = hit
             sep = 2
             continue
         n0 = n
@@ -492,80 +700,8 @@ def tokenize(cps, ncp, flags, flags2, sp, mt, lit_cps, lit_off, lit_lb, n_plain,
             pre = 0
             suf = 0
             if ncomplex > 0:
-                # prefix_search: the first alternative matching at cs
-                c = cps[cs]
-                if c == 46:  # r"\.\.+"
-                    q = cs
-                    while q < ce and cps[q] == 46:
-                        q += 1
-                    if q - cs >= 2:
-                        pre = q - cs
-                elif c == 43:  # r"\+(?![0-9])"
-                    if not (cs + 1 < ce and _is_digit09(cps[cs + 1])):
-                        pre = 1
-                elif c == 85 and cs + 2 < ce and cps[cs + 1] == 83 and cps[cs + 2] == 36:  # US$
-                    pre = 3
-                elif (c == 67 or c == 65) and cs + 1 < ce and cps[cs + 1] == 36:  # C$ A$
-                    pre = 2
-                elif flags[c] & PRE1:
-                    pre = 1
-                # suffix_search on cps[cs+pre:ce]: the leftmost start of a rule matching up to the end
-                xs = cs + pre
-                if ce > xs:
-                    q = ce
-                    while q > xs and cps[q - 1] == 46:
-                        q -= 1
-                    if ce - q >= 2:  # r"\.\.+$" (no other rule ends in two dots)
-                        suf = ce - q
-                    else:
-                        c = cps[ce - 1]
-                        if flags2[c] & SUF_END:
-                            best = ce - 1 if flags[c] & SUF1 else ce
-                            for j in range(n_plain):  # literals without a digit look-behind
-                                qn = lit_off[j + 1] - lit_off[j]
-                                p = ce - qn
-                                if p < xs or p >= best or lit_cps[lit_off[j + 1] - 1] != c:
-                                    continue
-                                ok = True
-                                for u in range(qn):
-                                    if lit_cps[lit_off[j] + u] != cps[p + u]:
-                                        ok = False
-                                        break
-                                if not ok:
-                                    continue
-                                lb = lit_lb[j]
-                                if lb == LB_NONE:
-                                    best = p
-                                elif lb == LB_DEGREE:
-                                    if p - 2 >= xs and cps[p - 2] == 0xB0 and (
-                                            cps[p - 1] == 70 or cps[p - 1] == 102 or cps[p - 1] == 67
-                                            or cps[p - 1] == 99 or cps[p - 1] == 75 or cps[p - 1] == 107):
-                                        best = p
-                                elif lb == LB_DOTPRE:
-                                    if p - 1 >= xs and flags[cps[p - 1]] & DOTPRE:
-                                        best = p
-                                elif lb == LB_TWO_UPPER and p - 2 >= xs and flags[cps[p - 2]] & AU and \
-                                        flags[cps[p - 1]] & AU:
-                                    best = p
-                            digit = False
-                            for p in range(max(xs, ce - 7), ce - 1):
-                                if _is_digit09(cps[p]):
-                                    digit = True
-                            if digit:  # literals after [0-9]: units, currencies, '+'
-                                for j in range(n_plain, len(lit_lb)):
-                                    qn = lit_off[j + 1] - lit_off[j]
-                                    p = ce - qn
-                                    if p - 1 < xs or p >= best or lit_cps[lit_off[j + 1] - 1] != c or \
-                                            not _is_digit09(cps[p - 1]):
-                                        continue
-                                    ok = True
-                                    for u in range(qn):
-                                        if lit_cps[lit_off[j] + u] != cps[p + u]:
-                                            ok = False
-                                            break
-                                    if ok:
-                                        best = p
-                            suf = ce - best
+                pre = _prefix_len(cps, cs, ce, flags)
+                suf = _suffix_len(cps, cs + pre, ce, flags, flags2, lit_cps, lit_off, lit_lb, n_plain)
             # exception lookups: 0 the string (unless known), 1 minus the prefix, 2 minus the suffix
             k_pre = -1
             k_suf = -1
@@ -592,23 +728,7 @@ def tokenize(cps, ncp, flags, flags2, sp, mt, lit_cps, lit_off, lit_lb, n_plain,
                     c1 = cps[qe - 1]
                     if c0 >= 0x10000 or c1 >= 0x10000 or \
                             ((np.int64(sp_first[c0]) & np.int64(sp_last[c1])) >> qn) & 1 != 0:
-                        hq = _SEED
-                        for p in range(qs, qe):
-                            hq = (hq ^ _U64(cps[p])) * _PRIME
-                        hq = _mix(hq ^ _U64(qn))
-                        j = np.int64(hq & _U64(sp_mask))
-                        while sp_slots[j] >= 0:
-                            kk = sp_slots[j]
-                            if sp_keys[kk] == hq and sp_off[kk + 1] - sp_off[kk] == qn:
-                                ok = True
-                                for u in range(qn):
-                                    if sp_data[sp_off[kk] + u] != cps[qs + u]:
-                                        ok = False
-                                        break
-                                if ok:
-                                    kq = kk
-                                    break
-                            j = (j + 1) & sp_mask
+                        kq = _exception(cps, qs, qe, sp_slots, sp_keys, sp_off, sp_data, sp_mask)
                 if qi == 0:
                     k_cur = kq
                     cur_known = True
@@ -654,33 +774,11 @@ def tokenize(cps, ncp, flags, flags2, sp, mt, lit_cps, lit_off, lit_lb, n_plain,
 
         # ---- spaCy's _attach_tokens --------------------------------------------------------------------
         for j in range(npre):
-            tok_s[n] = pre_s[j]
-            tok_e[n] = pre_e[j]
-            tok_sep[n] = sep
+            n = _emit(tok_s, tok_e, tok_sep, n, pre_s[j], pre_e[j], sep)
             sep = 0
-            n += 1
         if ce > cs:
             if not cur_known:  # only when the loop ended on an emptied or unchanged string: look it up
-                k_cur = -1
-                qn = ce - cs
-                if qn <= sp_max:
-                    hq = _SEED
-                    for p in range(cs, ce):
-                        hq = (hq ^ _U64(cps[p])) * _PRIME
-                    hq = _mix(hq ^ _U64(qn))
-                    j = np.int64(hq & _U64(sp_mask))
-                    while sp_slots[j] >= 0:
-                        kk = sp_slots[j]
-                        if sp_keys[kk] == hq and sp_off[kk + 1] - sp_off[kk] == qn:
-                            ok = True
-                            for u in range(qn):
-                                if sp_data[sp_off[kk] + u] != cps[cs + u]:
-                                    ok = False
-                                    break
-                            if ok:
-                                k_cur = kk
-                                break
-                        j = (j + 1) & sp_mask
+                k_cur = _exception(cps, cs, ce, sp_slots, sp_keys, sp_off, sp_data, sp_mask) if ce - cs <= sp_max else -1
             dot = False
             if k_cur < 0 and ncomplex > 0:
                 for p in range(cs, ce):
@@ -690,108 +788,19 @@ def tokenize(cps, ncp, flags, flags2, sp, mt, lit_cps, lit_off, lit_lb, n_plain,
             if k_cur >= 0:
                 p = cs
                 for j in range(sp_tok_off[k_cur], sp_tok_off[k_cur + 1]):
-                    tok_s[n] = p
+                    n = _emit(tok_s, tok_e, tok_sep, n, p, p + sp_tok_len[j], sep)
                     p += sp_tok_len[j]
-                    tok_e[n] = p
-                    tok_sep[n] = sep
                     sep = 0
-                    n += 1
             elif ncomplex == 0 or (dot and _url_match(cps, cs, ce, flags)):
-                tok_s[n] = cs
-                tok_e[n] = ce
-                tok_sep[n] = sep
+                n = _emit(tok_s, tok_e, tok_sep, n, cs, ce, sep)
                 sep = 0
-                n += 1
             else:
-                # infix_finditer: at each position the first English infix rule that matches; a match at
-                # the string's start is skipped
-                start = cs
-                p = cs
-                while p < ce:
-                    c = cps[p]
-                    if not (flags2[c] & INFIX_START):
-                        p += 1
-                        continue
-                    m = -1
-                    if c == 46 and p + 1 < ce and cps[p + 1] == 46:  # r"\.\.+"
-                        m = p
-                        while m < ce and cps[m] == 46:
-                            m += 1
-                    elif c == 0x2026 or flags[c] & ICON:  # "…", LIST_ICONS
-                        m = p + 1
-                    elif p > cs:
-                        b = cps[p - 1]
-                        nx = cps[p + 1] if p + 1 < ce else -1
-                        fn = flags[nx] if nx >= 0 else 0
-                        # one branch per spaCy rule, in its order
-                        if _is_digit09(b) and (c == 43 or c == 45 or c == 42 or c == 94) and (  # noqa: SIM114
-                                _is_digit09(nx) or nx == 45):  # (?<=[0-9])[+\-*^](?=[0-9-])
-                            m = p + 1
-                        elif c == 46 and flags[b] & LQ and fn & UQ:  # noqa: SIM114 (?<=[{al}{q}])\.(?=[{au}{q}])
-                            m = p + 1
-                        elif c == 44 and flags[b] & ALPHA and fn & ALPHA:  # noqa: SIM114 (?<=[{a}]),(?=[{a}])
-                            m = p + 1
-                        elif flags[b] & ALNUM:
-                            # (?<=[{a}0-9])(?:-|–|—|--|---|——|~)(?=[{a}]): the first alternative followed by a letter
-                            if c == 45:
-                                for qn in range(1, 4):
-                                    if p + qn - 1 >= ce or cps[p + qn - 1] != 45:
-                                        break
-                                    if p + qn < ce and flags[cps[p + qn]] & ALPHA:
-                                        m = p + qn
-                                        break
-                            elif c == 0x2013 or c == 0x7E:
-                                if fn & ALPHA:
-                                    m = p + 1
-                            elif c == 0x2014:
-                                if fn & ALPHA:
-                                    m = p + 1
-                                elif nx == 0x2014 and p + 2 < ce and flags[cps[p + 2]] & ALPHA:
-                                    m = p + 2
-                            elif (c == 58 or c == 60 or c == 62 or c == 61 or c == 47) and fn & ALPHA:
-                                m = p + 1  # (?<=[{a}0-9])[:<>=/](?=[{a}])
-                    if m < 0:
-                        p += 1
-                        continue
-                    if p != cs:
-                        if p != start:
-                            tok_s[n] = start
-                            tok_e[n] = p
-                            tok_sep[n] = sep
-                            sep = 0
-                            n += 1
-                        tok_s[n] = p
-                        tok_e[n] = m
-                        tok_sep[n] = sep
-                        sep = 0
-                        n += 1
-                        start = m
-                    p = m
-                if start < ce:
-                    tok_s[n] = start
-                    tok_e[n] = ce
-                    tok_sep[n] = sep
-                    sep = 0
-                    n += 1
+                n, sep = _split_infixes(cps, cs, ce, flags, flags2, tok_s, tok_e, tok_sep, n, sep)
         for j in range(nsuf - 1, -1, -1):
-            tok_s[n] = suf_s[j]
-            tok_e[n] = suf_e[j]
-            tok_sep[n] = sep
+            n = _emit(tok_s, tok_e, tok_sep, n, suf_s[j], suf_e[j], sep)
             sep = 0
-            n += 1
 
-        # ---- remember the chunk -------------------------------------------------------------------------
-        m = c_state[0]
-        if m < len(c_hash) and c_off[m] + ln <= len(c_cps) and c_toff[m] + (n - n0) <= len(c_tlen):
-            c_hash[m] = h
-            for j in range(ln):
-                c_cps[c_off[m] + j] = cps[a + j]
-            c_off[m + 1] = c_off[m] + ln
-            for j in range(n - n0):
-                c_tlen[c_toff[m] + j] = tok_e[n0 + j] - tok_s[n0 + j]
-            c_toff[m + 1] = c_toff[m] + (n - n0)
-            c_slots[slot] = m
-            c_state[0] = m + 1
+        _remember_chunk(cps, a, e, h, slot, n0, n, tok_s, tok_e, c_slots, c_hash, c_off, c_cps, c_toff, c_tlen, c_state)
         sep = 2
     return _apply_special_cases(cps, n, tok_s, tok_e, tok_sep, sp_tok_off, sp_tok_len, m_slots, m_keys, m_next,
                                 m_mask, m_tok_off, m_tok_cps_off, m_tok_cps, m_special, m_first, m_last, m_chain,
