@@ -17,6 +17,7 @@ from curate.config.yaml_strict import load as strict_yaml
 from curate.config.yaml_strict import one_line
 from curate.errors import ConfigError
 from curate.packaged import filters_dir
+from curate.sql import quote
 from curate.sql_guard import check_expression
 
 
@@ -57,3 +58,9 @@ def load_recipe(name: str, pipeline_file: str, key: str) -> list[Rule]:
     for rule, predicate in rules.items():
         check_expression(predicate, str(path), f"rules.{rule}")
     return [Rule(f"{name}.{rule}", predicate) for rule, predicate in rules.items()]
+
+
+def reason_sql(rules: list[Rule]) -> str:
+    """A recipe's rules as one CASE expression naming the first failed rule (NULL when all pass)."""
+    whens = " ".join(f"WHEN NOT coalesce(({r.predicate}), false) THEN {quote(r.name)}" for r in rules)
+    return f"CASE {whens} END"

@@ -1,12 +1,10 @@
-"""DuckDB as curate uses it: one connection setting, reading Parquet wherever a run lives, quoting, and a
-recipe's rules as one CASE expression."""
+"""DuckDB as curate uses it: one connection setting, reading Parquet wherever a run lives, quoting."""
 
 from __future__ import annotations
 
 import duckdb
 
 from curate.io import fs
-from curate.recipes import Rule
 from curate.sql_guard import lock
 
 
@@ -48,8 +46,3 @@ def read_parquet(con: duckdb.DuckDBPyConnection, path: str, options: str = "") -
 def quote(text: str) -> str:
     return "'" + text.replace("'", "''") + "'"
 
-
-def reason_sql(rules: list[Rule]) -> str:
-    """A CASE expression naming the first failed rule (NULL when all pass)."""
-    whens = " ".join(f"WHEN NOT coalesce(({r.predicate}), false) THEN {quote(r.name)}" for r in rules)
-    return f"CASE {whens} END"

@@ -6,13 +6,8 @@ import duckdb
 import pyarrow as pa
 import pytest
 
-from curate.recipes import available, load_recipe
+from curate.recipes import available, load_recipe, reason_sql
 from curate.signals import compute_signals, datatrove_word_stats, datatrove_words
-
-try:
-    from curate.stages.filter import reason_sql
-except ImportError:  # the stage layer is being rewritten; the filter stage re-exports this one
-    from curate.sql import reason_sql
 
 ROOT = Path(__file__).resolve().parents[1]
 PIPELINE = str(ROOT / "pipelines" / "zyda2.yaml")

@@ -27,7 +27,7 @@ _EXPORTS = {
     "SCHEMES": "permutations", "permutation_params": "permutations",
     "PRESETS": "presets", "get_preset": "presets", "rpv2_bands": "presets",
     "Shingling": "shingles",
-    "MinHasher": "signatures", "MinHashSpec": "signatures", "Signatures": "signatures",
+    "MinHasher": "signatures", "MinHashSpec": "spec", "Signatures": "signatures",
     "compute_signatures": "signatures", "reference_minhash": "signatures",
 }
 

@@ -29,7 +29,7 @@ changes (for example ``hash="sha1"`` for datasketch-identical signatures).
 from __future__ import annotations
 
 from .shingles import Shingling
-from .signatures import MinHashSpec
+from .spec import MinHashSpec
 
 ZYDA1_NORM = ("nfc", "lower", "del_ascii_punct", "collapse_ws")
 RPV2_NORM = ("del_ascii_punct", "lower", "collapse_ws", "nfd")

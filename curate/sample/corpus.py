@@ -115,16 +115,9 @@ def is_complete(dest) -> bool:
     return (Path(dest) / MARKER).exists()
 
 
-def make_sample(dest, docs: int = 4000, seed: int = 0) -> dict:
-    """Write the sample corpus under ``dest`` and return the expected counts.
-
-    Any earlier output (complete or not) is removed first; only the names this
-    function writes are touched.
-    """
-    if docs > SCALED_FROM:  # made in parts, in parallel (scaled.py); smaller corpora are made as always
-        from .scaled import make_scaled
-
-        return make_scaled(dest, docs, seed)
+def make_corpus(dest, docs: int = 4000, seed: int = 0) -> dict:
+    """Write the sample corpus under ``dest`` in one process and return the expected counts (see
+    ``make_sample``, which makes corpora above SCALED_FROM documents in parts instead)."""
     dest = Path(dest)
     _clear(dest)
     plan = _Planner(docs, seed).plan()

@@ -21,7 +21,7 @@ def ensure_sample(sample: dict | None, used: bool) -> None:
     root = sample["dir"].rstrip("/") if remote else os.path.normpath(sample["dir"])
     if fs.exists(fs.join(root, "_SUCCESS")):
         return
-    from curate.sample.corpus import make_sample
+    from curate.sample.make import make_sample
 
     log.info("making the sample corpus in %s (%d documents, seed %d) ...", root, sample["docs"], sample["seed"])
     started = time.monotonic()

@@ -23,8 +23,8 @@ from curate.config.chain import keyed_steps
 from curate.config.schema import Field
 from curate.errors import ConfigError
 from curate.io import fs
-from curate.recipes import Rule, load_recipe
-from curate.sql import connect, quote, reason_sql
+from curate.recipes import Rule, load_recipe, reason_sql
+from curate.sql import connect, quote
 from curate.sql_guard import check_expression
 from curate.stages.registry import STAGES, stage
 from curate.stages.shard import Output, ShardRef, ShardStage, removals

@@ -21,7 +21,8 @@ from curate.dedup.bands import choose_bands, format_s_curve
 from curate.dedup.layout import partitions_for, shard_numbers, shard_tag
 from curate.dedup.presets import PRESETS, get_preset
 from curate.dedup.signature_store import MinhashSink, fixed_lists
-from curate.dedup.signatures import MinHasher, MinHashSpec
+from curate.dedup.signatures import MinHasher
+from curate.dedup.spec import MinHashSpec
 from curate.errors import ConfigError
 from curate.rundir import IngestRecord, MinhashRecord
 from curate.stages.registry import stage

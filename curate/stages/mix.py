@@ -26,7 +26,7 @@ from curate.stages.reads import tokenizer_identity
 from curate.stages.registry import stage
 from curate.stages.shard import Output, ShardRef, ShardStage, removals
 from curate.tokens import rehydrate
-from curate.tokens.mixture import ALLOW_EPOCHS, copies, plan_mixture, render_plan, uniform
+from curate.tokens.mixture import ALLOW_EPOCHS, copies, doc_copies, plan_mixture, render_plan, uniform
 
 __all__ = ["MixStage", "copies", "plan_mixture", "uniform"]
 
@@ -196,5 +196,5 @@ class MixStage(ShardStage):
         self.plan = self.run.record(self.name, MixRecord).plan
 
     def process(self, table: pa.Table, shard: ShardRef) -> Output:
-        n = rehydrate.doc_copies(self.run, self.plan, shard.source, shard.shard, table.column("id").combine_chunks())
+        n = doc_copies(self.run, self.plan, shard.source, shard.shard, table.column("id").combine_chunks())
         return Output(removed=removals(table.column("id").filter(pa.array(n == 0)), "mix:downsampled"))

@@ -20,7 +20,7 @@ from curate.stages.reads import tokenizer_identity
 from curate.stages.registry import stage
 from curate.stages.resources import RESOURCE_OPTIONS, Resources
 from curate.stages.shard import Output, ShardRef, ShardStage
-from curate.tokens.rehydrate import doc_copies
+from curate.tokens.mixture import doc_copies
 from curate.tokens.shard import encode_documents, to_arrow
 
 SCHEMA = pa.schema([("id", pa.string()), ("tokens", pa.large_list(pa.int32())), ("copies", pa.int32())])

@@ -16,8 +16,10 @@ import hashlib
 import math
 
 import numpy as np
+import pyarrow as pa
 
 from curate.errors import CurateError
+from curate.tokens.rehydrate import epochs_of, render, sizes
 from curate.tokens.repetition import effective_tokens, marginal_value, maximize_effective
 
 WARN_EPOCHS = 4.0    # up to here repeated tokens are worth almost as much as fresh ones (Muennighoff et al. 2023)
@@ -133,8 +135,6 @@ def render_plan(plan: dict) -> str:
     available = sum(p["available_tokens"] for p in plan["sources"].values())
     lines.append(f"  {'total':10} {available:14,.0f} {'':>7} {chosen:14,.0f} {'':>7} {plan['effective_tokens']:14,.0f}")
     if plan.get("rehydrate"):
-        from curate.tokens.rehydrate import render
-
         lines.append(render(plan["rehydrate"]))
     if maximize:
         weighted = any(p["quality"] != 1 for p in plan["sources"].values())
@@ -143,3 +143,10 @@ def render_plan(plan: dict) -> str:
         lines.append(f"  (chosen for {best} from {plan['total_tokens']:,.0f}: one more token of any source below its cap "
                      f"would be worth {plan['marginal_value']:.3f}{'' if weighted else ' of a fresh one'})")
     return "\n".join(lines)
+
+
+def doc_copies(run, plan: dict, source: str, shard: str, ids: pa.Array) -> np.ndarray:
+    """Each document's whole number of copies under the plan (the mix and tokenize steps both call this)."""
+    r = plan.get("rehydrate")
+    doc_sizes = sizes(run.clusters(r["dedup"], source, shard), ids) if r else None
+    return copies(epochs_of(plan, source, doc_sizes), uniform(plan["seed"], source, ids.to_pylist()))

@@ -53,15 +53,6 @@ def epochs_of(plan: dict, source: str, doc_sizes: np.ndarray | None) -> np.ndarr
     return epochs * weights(r["weights"], doc_sizes) / (r["factor"].get(source) or 1.0)
 
 
-def doc_copies(run, plan: dict, source: str, shard: str, ids: pa.Array) -> np.ndarray:
-    """Each document's whole number of copies under the plan (the mix and tokenize steps both call this)."""
-    from curate.tokens.mixture import copies, uniform
-
-    r = plan.get("rehydrate")
-    doc_sizes = sizes(run.clusters(r["dedup"], source, shard), ids) if r else None
-    return copies(epochs_of(plan, source, doc_sizes), uniform(plan["seed"], source, ids.to_pylist()))
-
-
 def render(r: dict) -> str:
     """The plan's rehydration lines: the table, and per source the factor and documents by weight."""
     lines = [f"rehydration by dedup cluster size ({r['dedup']}): " + ", ".join(f"size >= {k}: x{v:g}" for k, v in

@@ -129,7 +129,7 @@ def test_filter_removals_carry_the_values_the_rule_failed_on(zrun):
 
 def test_filter_detail_reads_only_the_named_columns_and_text_by_its_length():
     from curate.recipes import Rule
-    from curate.sql import reason_sql
+    from curate.recipes import reason_sql
     from curate.stages.filter import detail_sql
 
     rules = [Rule("short", "length(text) >= 10"), Rule("score", "x_score > 0.5 AND n <> 3")]
