@@ -7,6 +7,7 @@ needed), but curate itself, and every file it reads, comes from the wheel.
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 import sysconfig
@@ -20,7 +21,11 @@ ROOT = Path(__file__).resolve().parents[2]
 @pytest.fixture(scope="module")
 def fresh(tmp_path_factory):
     work = tmp_path_factory.mktemp("wheel")
-    build = subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q", str(ROOT),
+    # built from a copy without build/: setuptools reuses a checkout's build/lib, which can hold files that
+    # the package data no longer names (or that a developer made), and the wheel would carry them unseen
+    source = shutil.copytree(ROOT, work / "source", ignore=shutil.ignore_patterns(
+        "build", "dist", "*.egg-info", ".git", "runs", ".curate-sample", "__pycache__", ".*_cache", ".venv*", "venv"))
+    build = subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q", str(source),
                             "-w", str(work / "dist")], capture_output=True, text=True, timeout=600)
     assert build.returncode == 0, build.stderr
     wheel = next((work / "dist").glob("curate-*.whl"))
