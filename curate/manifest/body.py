@@ -23,7 +23,8 @@ def manifest_body(pipeline: dict, tok, pack, plan: dict | None, priority: list[s
     total_tokens = sum(o["tokens"] for o in outputs.values()) or 1
     sequences = sum(o["sequences"] for o in outputs.values())
     split = sum(o["docs_split"] for o in pack.outputs.values())
-    docs_packed = sum(o["documents"] for o in outputs.values())
+    # split_share is of the document copies packed (a document the mix repeats is packed, and maybe split, once per copy)
+    docs_packed = sum(o.get("copies", o["documents"]) for o in pack.outputs.values())
     mixture_sources = {}
     for source, out in outputs.items():
         p = (plan or {}).get("sources", {}).get(source, {})

@@ -40,6 +40,7 @@ class PackStage(Stage):
     }
 
     TABLES = ("tokens/_shards",)
+    VERSION = 2   # 2: its markers count the document copies packed (the manifest's split_share is of those)
 
     def owned_paths(self) -> list[str]:
         return [*super().owned_paths(),
@@ -66,7 +67,7 @@ class PackStage(Stage):
         for source in sources:
             mine = [m for m in packed if m["source"] == source]
             outputs[source] = {"prefix": f"tokens/{source}", "files": self.run.token_files(source, self.formats),
-                               **{k: sum(m[k] for m in mine) for k in ("in", "tokens", "sequences", "docs_split")}}
+                               **{k: sum(m[k] for m in mine) for k in ("in", "copies", "tokens", "sequences", "docs_split")}}
             outputs[source]["documents"] = outputs[source].pop("in")
         self.run.publish(self.name, PackRecord(self.options["seq_len"], self.options["method"], self.formats, outputs))
 
@@ -80,7 +81,7 @@ class PackStage(Stage):
                            formats=self.formats,
                            tokenizer_name=tok.name)
         return {"source": shard.source, "shard": shard.shard, "in": table.num_rows, "kept": table.num_rows, "removed": {},
-                "tokens": int(stats["tokens"]), "sequences": int(stats["sequences"]), "docs_split": int(stats["docs_split"]),
+                "copies": int(stats["docs"]), "tokens": int(stats["tokens"]), "sequences": int(stats["sequences"]), "docs_split": int(stats["docs_split"]),
                 "chunks": int(stats["chunks"]), "seq_len": self.options["seq_len"]}
 
     def merge(self, tok: TokenizerRecord, shards: list[tuple[str, str]], source: str) -> dict:

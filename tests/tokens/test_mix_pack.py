@@ -153,3 +153,16 @@ def test_maximize_effective_tokens_on_the_sample(tmp_path, sample_dir, capsys):
         assert p["effective_tokens"] == plan["sources"][source]["effective_tokens"] < p["chosen_tokens"]
         assert p["tokens"] == pytest.approx(p["chosen_tokens"], rel=0.1)  # whole documents, estimated tokens
     _accounted(tmp_path / "run", sample_dir)
+
+
+def test_split_share_is_of_the_copies_packed_when_the_mix_repeats_documents(tmp_path, sample_dir):
+    """Three epochs at a short seq_len split almost every copy: the share stays a fraction (it once divided the
+    copies split by the distinct documents, and the manifest refused to be written)."""
+    f = _pipeline(tmp_path, sample_dir, "{epochs: {fwe: 3.0, dclm: 3.0}}", seq_len=64, stages="  manifest: {}\n")
+    assert run_cli(f, "--output", tmp_path / "run", "--inline", "-q") == 0
+    manifest = json.loads((tmp_path / "run" / "manifest.json").read_text())
+    outputs = json.loads((tmp_path / "run" / "_state" / "pack" / "record.json").read_text())["outputs"]
+    assert all(o["copies"] == 3 * o["documents"] for o in outputs.values())
+    split = sum(o["docs_split"] for o in outputs.values())
+    assert split > sum(o["documents"] for o in outputs.values()), "more copies split than distinct documents"
+    assert manifest["packing"]["split_share"] == split / sum(o["copies"] for o in outputs.values()) <= 1
