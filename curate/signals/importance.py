@@ -9,14 +9,26 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import os
 
 import numpy as np
 
 from curate.signals.compute import rpv2_normalize
 
 
-@functools.cache
 def load_distributions(target: str, reference: str) -> np.ndarray:
+    """The log ratio of the two distributions, cached per process by the files' identity (a file replaced at the
+    same path, as when a user rebuilds it between two runs in one process, is read again)."""
+    return _load(target, reference, _stamp(target), _stamp(reference))
+
+
+def _stamp(path: str) -> tuple[int, int]:
+    st = os.stat(path)
+    return st.st_size, st.st_mtime_ns
+
+
+@functools.lru_cache(maxsize=8)
+def _load(target: str, reference: str, *_stamps) -> np.ndarray:
     p, q = np.load(target), np.load(reference)
     if p.shape != q.shape:
         raise ValueError(f"{target} and {reference} have different numbers of buckets ({p.shape} vs {q.shape})")

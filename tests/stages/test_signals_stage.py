@@ -2,6 +2,7 @@
 
 import gzip
 import json
+import os
 
 import duckdb
 import numpy as np
@@ -113,3 +114,17 @@ def test_signals_are_queryable_and_gopher_rules_count_per_source(sample_env, tmp
                                        "GROUP BY ALL ORDER BY source, n DESC", fmt="csv")
     lines = out.splitlines()
     assert lines[0] == "source,reason,n" and any("gopher_quality." in l for l in lines[1:])
+
+
+def test_importance_distributions_replaced_at_the_same_path_are_read_again(tmp_path):
+    """An inline run in a long-lived process (a notebook, the tests) must not serve the old file's weights."""
+    from curate.signals.importance import load_distributions
+
+    target, reference = tmp_path / "t.npy", tmp_path / "c.npy"
+    np.save(reference, np.full(4, 0.25))
+    np.save(target, np.array([0.1, 0.2, 0.3, 0.4]))
+    first = load_distributions(str(target), str(reference))
+    np.save(target, np.array([0.4, 0.3, 0.2, 0.1]))
+    os.utime(target, ns=(os.stat(target).st_atime_ns, os.stat(target).st_mtime_ns + 1_000_000_000))
+    second = load_distributions(str(target), str(reference))
+    assert np.allclose(second, np.log([0.4, 0.3, 0.2, 0.1]) - np.log(0.25)) and not np.allclose(first, second)
