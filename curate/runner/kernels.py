@@ -50,11 +50,20 @@ def _blocklist() -> None:
     Blocklist(["warm-up term", "numbers"]).scan(pa.array([_SAMPLE, "x"]))
 
 
+def _decontaminate() -> None:
+    import pyarrow as pa
+
+    from curate.decontam.normalize import word_hashes
+
+    word_hashes(pa.array([_SAMPLE, "x"]))
+
+
 WARMERS: dict[str, tuple[str, Callable[[], None]]] = {
     "minhash": ("the MinHash signature kernel", _minhash),
     "signals": ("the RedPajama-V2 signal kernels", _signals),
     "datatrove_words": ("the datatrove word-split kernel", _datatrove_words),
     "blocklist": ("the blocklist scan kernel", _blocklist),
+    "decontaminate": ("the decontamination word-hash kernel", _decontaminate),
 }
 
 _done: dict[str, float] = {}

@@ -1,0 +1,44 @@
+"""Word n-gram hashes, vectorised: each word is hashed once (normalize.py), an n-gram combines n word hashes.
+
+The hash of the k words starting at word i is `fmix64(sum_j w[i + j] * P^(k - 1 - j) + k)` over uint64 (wrapping),
+computed for every i at once with k vector multiply-adds; an n-gram that would cross from one text into the
+next is dropped. The same function hashes eval items and training documents, so equal word sequences have
+equal hashes (and different ones collide with probability about 2^-64 per pair).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from curate.decontam.normalize import Words
+
+P = np.uint64(0x9E3779B97F4A7C15 | 1)
+M1, M2 = np.uint64(0xFF51AFD7ED558CCD), np.uint64(0xC4CEB9FE1A85EC53)
+
+
+def fmix64(h: np.ndarray) -> np.ndarray:
+    """The murmur3 finaliser over a uint64 array."""
+    h = h ^ (h >> np.uint64(33))
+    h = h * M1
+    h = h ^ (h >> np.uint64(33))
+    h = h * M2
+    return h ^ (h >> np.uint64(33))
+
+
+def gram_hashes(words: Words, k: int) -> tuple[np.ndarray, np.ndarray]:
+    """(hash, first word index) of every k-word sequence that lies inside one text."""
+    w = words.hash
+    count = len(w) - k + 1
+    if count <= 0:
+        return np.zeros(0, np.uint64), np.zeros(0, np.int64)
+    with np.errstate(over="ignore"):
+        acc = w[:count].copy()
+        for j in range(1, k):
+            acc *= P
+            acc += w[j:j + count]
+        acc += np.uint64(k)
+        acc = fmix64(acc)
+    first = np.arange(count, dtype=np.int64)
+    doc = words.doc_of()
+    inside = doc[:count] == doc[k - 1:]
+    return acc[inside], first[inside]
