@@ -46,7 +46,6 @@ class DecontaminateStage(ShardStage):
     PRODUCES = ("contamination",)
     REMOVES = True
     COLUMNS = ["id", "text"]
-    KERNELS = ("decontaminate",)
     OPTIONS = {
         "sets": Field((dict,), item=Field((dict,), keys=SET_OPTIONS), doc="eval set name -> {path, format, fields}"),
         "n": Field((int,), default=13, min=2, doc="words per n-gram (GPT-3: 13)"),
@@ -91,7 +90,7 @@ class DecontaminateStage(ShardStage):
 
     def execute(self, tasks, run_phase) -> None:
         index = self.index()
-        scan = run_phase(Phase("scan", tasks, partial(self.scan, index), key=index.fingerprint, kernels=self.kernels(),
+        scan = run_phase(Phase("scan", tasks, partial(self.scan, index), key=index.fingerprint, kernels=("decontaminate",),
                                outputs=(self.run.work(self.name, "scan"), self.run.work(self.name, "counts"))))
         self.frequent = self.frequent_grams(tasks)
         sets = {name: {**info, "path": self.options["sets"][name]["path"]} for name, info in index.summary().items()}

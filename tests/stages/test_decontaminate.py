@@ -77,3 +77,86 @@ def test_scan_output_is_the_same_whatever_the_batches(run_stage, planted, tmp_pa
     shutil.rmtree(tmp_path / "run")
     b = run_stage("decontaminate", {"sets": sets, **OPTS}, docs=docs, shard_rows=100, batch_rows=1000)
     assert sorted(map(str, b.table(b.stage.name).to_pylist())) == first
+
+
+# ---- whole runs: resume, re-decide, the query view ------------------------------------------------
+
+def pipeline(tmp_path, sets, docs, **options) -> str:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+    import yaml
+
+    sources = {}
+    for s, rows in docs.items():
+        (tmp_path / "in" / s).mkdir(parents=True, exist_ok=True)
+        for n in range(0, len(rows), 4):   # several shards per source
+            pq.write_table(pa.Table.from_pylist(rows[n:n + 4]), tmp_path / "in" / s / f"part-{n:03d}.parquet")
+        sources[s] = {"format": "parquet", "paths": str(tmp_path / "in" / s / "*.parquet"), "fields": {"id": "id"}}
+    f = tmp_path / "p.yaml"
+    f.write_text(yaml.safe_dump({"name": "dc", "sources": sources,
+                                 "stages": {"ingest": {}, "decontaminate": {"sets": sets, **OPTS, **options}}}, sort_keys=False))
+    return f
+
+
+def flagged_in(run):
+    from curate.query import connect
+
+    return set(connect(str(run)).sql("SELECT id, item FROM contamination WHERE flagged").fetchall())
+
+
+def test_new_thresholds_re_decide_from_stored_matches_without_scanning(tmp_path, planted, capsys, monkeypatch):
+    from conftest import run_cli
+    from curate.decontam.index import EvalIndex
+
+    f, run = pipeline(tmp_path, *planted), tmp_path / "run"
+    assert run_cli(f, "--output", run, "--inline") == 0
+    assert len(flagged_in(run)) == 7
+    capsys.readouterr()
+
+    def no_scan(*_):
+        raise AssertionError("scanned again")
+
+    monkeypatch.setattr(EvalIndex, "scan", no_scan)
+    assert run_cli(f, "--output", run, "--inline", "--set", "stages.decontaminate.min_overlap=0.9",
+                   "--set", "stages.decontaminate.min_match_words=100", "--set", "stages.decontaminate.action=report") == 0
+    err = capsys.readouterr().err
+    assert "[decontaminate: scan] 7 tasks (7 already done)" in err
+    assert "changed since the last run (option action, option min_match_words, option min_overlap)" in err
+    assert flagged_in(run) == {("web-0", "q-verbatim"), ("web-1", "q-reformatted"), ("web-4", "q-short"), ("web-6", "q-boiler")}
+    assert sum(pq_rows(p) for p in (run / "ledger" / "decontaminate").rglob("*.parquet")) == 0, "report: flags only"
+    # the frequency rule is a decision too: boilerplate now counts (and still flags nothing on its own)
+    assert run_cli(f, "--output", run, "--inline", "-q", "--set", "stages.decontaminate.frequent_docs=100") == 0
+    from curate.query import connect
+
+    boiler = connect(str(run)).sql("SELECT count(*), bool_or(flagged) FROM contamination WHERE item = 'q-boiler' AND id <> 'web-6'").fetchall()[0]
+    assert boiler == (8, False)
+
+
+def pq_rows(path):
+    import pyarrow.parquet as pq
+
+    return pq.read_metadata(path).num_rows
+
+
+def test_a_run_that_dies_mid_stage_resumes_to_identical_outputs(tmp_path, planted, monkeypatch):
+    from conftest import run_cli, tree_digest
+    from curate.stages.decontaminate import DecontaminateStage
+
+    sets, docs = planted
+    f = pipeline(tmp_path, sets, docs)
+    assert run_cli(f, "--output", tmp_path / "clean", "--inline", "-q") == 0
+    original, calls = DecontaminateStage.process_shard, []
+
+    def dies_on_the_fourth_shard(self, batches, shard):
+        calls.append(shard)
+        if len(calls) == 4:
+            raise RuntimeError("killed")
+        return original(self, batches, shard)
+
+    monkeypatch.setattr(DecontaminateStage, "process_shard", dies_on_the_fourth_shard)
+    assert run_cli(f, "--output", tmp_path / "run", "--inline", "-q") == 1
+    assert len(list((tmp_path / "run" / "_state" / "decontaminate" / "shards").rglob("*.json"))) == 3
+    assert run_cli(f, "--output", tmp_path / "run", "--inline", "-q") == 0
+    parts = ("kept", "ledger", "decontaminate")
+    assert tree_digest(tmp_path / "run", parts) == tree_digest(tmp_path / "clean", parts)
+    assert len(tree_digest(tmp_path / "run", ("decontaminate",))) == 7
