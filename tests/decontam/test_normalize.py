@@ -1,0 +1,52 @@
+"""The compiled word split and hashes against the plain-Python reference, on awkward Unicode."""
+
+import random
+
+import numpy as np
+import pyarrow as pa
+
+from curate.decontam.evalsets import load_set
+from curate.decontam.ngrams import gram_hashes
+from curate.decontam.normalize import normalize, word_hashes
+from decontam.planted import ref_words
+
+PIECES = ["Café", "naïve", "don’t", "don't", "U.S.A.", "well-known", "ÉTÉ", "ß", "İstanbul", "東京", "🙂", "x\u0301", "12.5%",
+          "—", "«quoted»", "tab\there", "nbsp\u00a0space", "em\u2003space", "line\nbreak", "ǅemal", "", "A", "a"]
+
+
+def test_words_and_spans_agree_with_the_reference():
+    rng = random.Random(3)
+    texts = [" ".join(rng.choice(PIECES) for _ in range(rng.randint(0, 12))) for _ in range(300)] + [None, ""]
+    words = word_hashes(pa.array(texts, pa.string()))
+    seen: dict[str, int] = {}
+    for d, text in enumerate(texts):
+        ref = ref_words(text or "")
+        lo, hi = words.bounds[d], words.bounds[d + 1]
+        assert normalize(text or "") == ref
+        assert hi - lo == len(ref)
+        raw = (text or "").encode()
+        for w, h, a, b in zip(ref, words.hash[lo:hi], words.start[lo:hi], words.end[lo:hi]):
+            assert seen.setdefault(w, int(h)) == int(h), "one word, one hash"
+            assert ref_words(raw[a:b].decode()) == [w], "the span is the word as written"
+    assert len(set(seen.values())) == len(seen), "different words, different hashes"
+
+
+def test_grams_never_cross_texts_and_equal_sequences_hash_equal():
+    words = word_hashes(pa.array(["a b c", "d e f g", "A, B. c!", "x"]))
+    hashes, first = gram_hashes(words, 3)
+    assert first.tolist() == [0, 3, 4, 7]
+    assert hashes[0] == hashes[3] and len(np.unique(hashes)) == 3
+
+
+def test_eval_set_errors_are_one_line(tmp_path):
+    import pytest
+
+    from curate.errors import CurateError
+
+    with pytest.raises(CurateError, match=r"eval set 'x': .*nope.jsonl: not found"):
+        load_set("x", {"path": str(tmp_path / "nope.jsonl")})
+    (tmp_path / "e.jsonl").write_text('{"prompt": "a b c"}\n')
+    with pytest.raises(CurateError, match=r"no item has text in its fields \(question: question, answer: answer\); name them"):
+        load_set("x", {"path": str(tmp_path / "e.jsonl")})
+    items = load_set("x", {"path": str(tmp_path / "e.jsonl"), "fields": {"question": "prompt"}})
+    assert [(i.id, i.segments) for i in items] == [("0", ("a b c",))]
