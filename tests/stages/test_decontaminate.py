@@ -160,3 +160,34 @@ def test_a_run_that_dies_mid_stage_resumes_to_identical_outputs(tmp_path, plante
     parts = ("kept", "ledger", "decontaminate")
     assert tree_digest(tmp_path / "run", parts) == tree_digest(tmp_path / "clean", parts)
     assert len(tree_digest(tmp_path / "run", ("decontaminate",))) == 7
+
+
+# ---- the sample's demo eval set and zyda2.yaml -----------------------------------------------------
+
+def test_the_sample_demo_set_flags_exactly_what_its_truth_says(tmp_path, sample_dir):
+    from conftest import run_cli
+    from stages.test_classify import pipeline as sample_pipeline
+
+    demo = f"{{path: '{sample_dir}/evals/demo.jsonl', fields: {{passage: passage, id: id}}}}"
+    step = f"  decontaminate: {{sets: {{demo: {demo}}}}}\n"
+    run = tmp_path / "run"
+    assert run_cli(sample_pipeline(tmp_path, sample_dir, step), "--output", run, "--inline", "-q") == 0
+    truth = json.loads((sample_dir / "evals" / "demo_truth.json").read_text())
+    from curate.query import connect
+
+    rows = connect(str(run)).sql("SELECT source, id, item, flagged FROM contamination").fetchall()
+    assert {(s, d, i) for s, d, i, f in rows if f} == {(t["source"], t["doc"], i) for i, t in truth.items() if t["flag"]}
+    assert {i for _, _, i, f in rows if not f} == {i for i, t in truth.items() if t["doc"] and not t["flag"]}, "the near-miss"
+    assert len(truth) == 13 and sum(t["flag"] for t in truth.values()) == 6
+    ledger = connect(str(run)).sql("SELECT count(*) FROM ledger WHERE reason = 'decontaminate:demo'").fetchall()[0][0]
+    assert ledger == 6
+
+
+def test_the_step_is_off_in_zyda2_until_enabled(sample_env):
+    from conftest import ZYDA2
+    from curate import load_pipeline
+
+    names = [s.name for s in load_pipeline(ZYDA2).stages]
+    assert "decontaminate" not in names
+    on = [s.name for s in load_pipeline(ZYDA2, ["stages.decontaminate.enabled=true"]).stages]
+    assert on.index("quality_model") < on.index("decontaminate") < on.index("mix")
