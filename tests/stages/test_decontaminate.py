@@ -181,6 +181,14 @@ def test_the_sample_demo_set_flags_exactly_what_its_truth_says(tmp_path, sample_
     assert len(truth) == 13 and sum(t["flag"] for t in truth.values()) == 6
     ledger = connect(str(run)).sql("SELECT count(*) FROM ledger WHERE reason = 'decontaminate:demo'").fetchall()[0][0]
     assert ledger == 6
+    # the report: the set, and the strongest matches side by side with their items
+    from curate.report.build import write_report
+
+    html = open(write_report(str(run))).read()
+    section = html[html.index('<section id="decontamination">'):]
+    section = section[:section.index("</section>")]
+    assert "Eval set <code>demo</code>" in section and section.count('<div class="side">') == 4
+    assert "demo-00" in section and "eval item" in section and "training document" in section
 
 
 def test_the_step_is_off_in_zyda2_until_enabled(sample_env):
