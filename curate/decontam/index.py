@@ -19,10 +19,9 @@ import numpy as np
 import pyarrow as pa
 
 from curate.decontam.evalsets import EvalItem
-from curate.decontam.ngrams import gram_hashes
+from curate.decontam.ngrams import gram_hashes, prefix_sums
 from curate.decontam.normalize import word_hashes
 
-BITMAP_BITS = 22
 MATCHES = pa.schema([("id", pa.string()), ("gram", pa.uint64()), ("k", pa.int16()), ("pos", pa.int32()),
                      ("start", pa.int32()), ("end", pa.int32())])
 
@@ -37,10 +36,10 @@ class EvalIndex:
         grams, owners, lengths = [], [], {n}
         found, first = gram_hashes(words, n)
         grams.append(found)
-        owners.append(seg_item[words.doc_of()[first]] if len(first) else np.zeros(0, np.int64))
+        owners.append(seg_item[words.doc[first]] if len(first) else np.zeros(0, np.int64))
         for k in sorted({int(x) for x in seg_len if min_short_words <= x < n}):
             found, first = gram_hashes(words, k)
-            seg = words.doc_of()[first] if len(first) else np.zeros(0, np.int64)
+            seg = words.doc[first] if len(first) else np.zeros(0, np.int64)
             whole = (seg_len[seg] == k) & (first == words.bounds[seg])
             grams.append(found[whole])
             owners.append(seg_item[seg[whole]])
@@ -66,14 +65,17 @@ class EvalIndex:
 
     @property
     def bitmap(self) -> np.ndarray:
+        """One flag per value of a hash's top bits: about 32 slots per gram (2^16 to 2^26), so ~3% of misses pass."""
         if self._bitmap is None:
-            self._bitmap = np.zeros(1 << BITMAP_BITS, dtype=np.bool_)
-            self._bitmap[self.keys >> np.uint64(64 - BITMAP_BITS)] = True
+            bits = int(np.clip(np.ceil(np.log2(max(len(self.keys), 1) * 32)), 16, 26))
+            self._bitmap = np.zeros(1 << bits, dtype=np.bool_)
+            self._bitmap[self.keys >> np.uint64(64 - bits)] = True
         return self._bitmap
 
     def contains(self, hashes: np.ndarray) -> np.ndarray:
         """Which of `hashes` are grams of the index."""
-        hit = self.bitmap[hashes >> np.uint64(64 - BITMAP_BITS)]
+        bitmap = self.bitmap
+        hit = bitmap[hashes >> np.uint64(64 - int(np.log2(len(bitmap))))]
         cand = np.flatnonzero(hit)
         if len(cand):
             where = np.minimum(np.searchsorted(self.keys, hashes[cand]), len(self.keys) - 1)
@@ -84,9 +86,10 @@ class EvalIndex:
         """One row per position of a text where a gram of the index starts: its id, the gram, its length in
         words, the word position, and the byte span of the gram in the text."""
         words = word_hashes(texts)
+        prefix = prefix_sums(words.hash)
         parts = []
         for k in self.lengths:
-            hashes, first = gram_hashes(words, k)
+            hashes, first = gram_hashes(words, k, prefix)
             hit = self.contains(hashes)
             if not hit.any():
                 continue

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import unicodedata
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import cached_property, lru_cache
 
 import numba as nb
 import numpy as np
@@ -74,7 +74,8 @@ class Words:
     end: np.ndarray     # int32
     bounds: np.ndarray  # int64, len(texts) + 1
 
-    def doc_of(self) -> np.ndarray:
+    @cached_property
+    def doc(self) -> np.ndarray:
         """The text each word belongs to."""
         return np.repeat(np.arange(len(self.bounds) - 1, dtype=np.int64), np.diff(self.bounds))
 
