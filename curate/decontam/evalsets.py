@@ -4,7 +4,8 @@
       mmlu: {path: s3://evals/mmlu.parquet, fields: {question: question, choices: choices, answer: answer}}
       squad: {path: evals/squad.jsonl, fields: {passage: context, question: question, answer: answers.text, id: id}}
 
-A field is a column name or a dotted path into nested records. Each item becomes a list of text segments,
+A field is a column name or a dotted path into nested records; each defaults to its own name (`passage`, `question`,
+`answer`, `choices`, `id`), a record without it simply has no such part, and `null` switches a field off. Each item becomes a list of text segments,
 matched one by one (an n-gram never spans two fields): the passage, the question, the answer, every choice.
 An integer answer with choices is the index of the right choice; a list (several gold answers) gives one
 segment each. An item's id is its `id` field, else its row number in the file (0-based).
@@ -25,11 +26,11 @@ from curate.io import fs
 from curate.readers.jsonl import field_getter
 
 TEXT_FIELDS = ("passage", "question", "answer", "choices")
-FIELDS = {"passage": Field((str,), default=None, nullable=True, doc="a long context the question is about"),
+FIELDS = {"passage": Field((str,), default="passage", nullable=True, doc="a long context the question is about"),
           "question": Field((str,), default="question", nullable=True, doc="the question or prompt"),
           "answer": Field((str,), default="answer", nullable=True, doc="the gold answer: text, a list, or an index into choices"),
-          "choices": Field((str,), default=None, nullable=True, doc="multiple-choice options (a list)"),
-          "id": Field((str,), default=None, nullable=True, doc="the item's id (default: its row number)")}
+          "choices": Field((str,), default="choices", nullable=True, doc="multiple-choice options (a list)"),
+          "id": Field((str,), default="id", nullable=True, doc="the item's id (a record without one: its row number)")}
 SET_OPTIONS = {"path": Field((str,), doc="a JSONL (.jsonl, .jsonl.gz) or Parquet file, local or fsspec URI"),
                "format": Field((str,), default=None, nullable=True, choices=["jsonl", "parquet"], doc="default: from the suffix"),
                "fields": Field((dict,), default=dict, keys=FIELDS)}
@@ -68,8 +69,8 @@ def _segments(values: dict) -> list[str]:
     out = []
     for key in TEXT_FIELDS:
         value = values.get(key)
-        if key == "answer" and isinstance(value, int) and not isinstance(value, bool) and isinstance(values.get("choices"), list):
-            choices = values["choices"]
+        if key == "answer" and isinstance(value, int) and not isinstance(value, bool) and values.get("choices") is not None:
+            choices = _strings(values["choices"])
             value = choices[value] if 0 <= value < len(choices) else None
         out.extend(_strings(value))
     return [s for s in out if s.strip()]
@@ -97,6 +98,8 @@ def _records(name: str, path: str, kind: str) -> list[dict]:
             if kind == "parquet":
                 return pq.read_table(handle).to_pylist()
             data = handle.read()
+    except FileNotFoundError:
+        raise CurateError(f"eval set '{name}': {path}: not found") from None
     except (OSError, ValueError) as exc:
         raise CurateError(f"eval set '{name}': cannot read {path}: {exc}") from None
     if path.endswith(".gz"):

@@ -5,7 +5,6 @@ import random
 import numpy as np
 import pyarrow as pa
 
-from curate.decontam.evalsets import load_set
 from curate.decontam.ngrams import gram_hashes
 from curate.decontam.normalize import normalize, word_hashes
 from decontam.planted import ref_words
@@ -36,17 +35,3 @@ def test_grams_never_cross_texts_and_equal_sequences_hash_equal():
     hashes, first = gram_hashes(words, 3)
     assert first.tolist() == [0, 3, 4, 7]
     assert hashes[0] == hashes[3] and len(np.unique(hashes)) == 3
-
-
-def test_eval_set_errors_are_one_line(tmp_path):
-    import pytest
-
-    from curate.errors import CurateError
-
-    with pytest.raises(CurateError, match=r"eval set 'x': .*nope.jsonl: not found"):
-        load_set("x", {"path": str(tmp_path / "nope.jsonl")})
-    (tmp_path / "e.jsonl").write_text('{"prompt": "a b c"}\n')
-    with pytest.raises(CurateError, match=r"no item has text in its fields \(question: question, answer: answer\); name them"):
-        load_set("x", {"path": str(tmp_path / "e.jsonl")})
-    items = load_set("x", {"path": str(tmp_path / "e.jsonl"), "fields": {"question": "prompt"}})
-    assert [(i.id, i.segments) for i in items] == [("0", ("a b c",))]
