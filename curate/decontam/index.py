@@ -7,7 +7,7 @@ nothing and never matches. An item without any gram is counted as skipped. `post
 items that hold it; `item_grams` is each item's number of distinct grams (the denominator of the overlap).
 
 `scan` hashes a batch of texts' k-grams for each length k the index holds and keeps those in the index: a
-bitmap on the hash's top bits rejects almost every gram, a binary search confirms the rest.
+bitmap on the hash's top bits rejects almost every gram, a binary search confirms the rest (lookup.py, compiled).
 """
 
 from __future__ import annotations
@@ -19,7 +19,8 @@ import numpy as np
 import pyarrow as pa
 
 from curate.decontam.evalsets import EvalItem
-from curate.decontam.ngrams import gram_hashes, prefix_sums
+from curate.decontam.lookup import find_grams
+from curate.decontam.ngrams import P, gram_hashes, prefix_sums
 from curate.decontam.normalize import word_hashes
 
 MATCHES = pa.schema([("id", pa.string()), ("gram", pa.uint64()), ("k", pa.int16()), ("pos", pa.int32()),
@@ -65,41 +66,30 @@ class EvalIndex:
 
     @property
     def bitmap(self) -> np.ndarray:
-        """One flag per value of a hash's top bits: about 32 slots per gram (2^16 to 2^26), so ~3% of misses pass."""
+        """A bitset over the top `bits` bits of a hash, about 32 bits per gram (2^16 to 2^30 bits), so ~3% of misses
+        pass; packed into uint64 words (2 MB for 500,000 grams)."""
         if self._bitmap is None:
-            bits = int(np.clip(np.ceil(np.log2(max(len(self.keys), 1) * 32)), 16, 26))
-            self._bitmap = np.zeros(1 << bits, dtype=np.bool_)
-            self._bitmap[self.keys >> np.uint64(64 - bits)] = True
+            bits = int(np.clip(np.ceil(np.log2(max(len(self.keys), 1) * 32)), 16, 30))
+            top = self.keys >> np.uint64(64 - bits)
+            words = np.zeros(1 << (bits - 6), dtype=np.uint64)
+            np.bitwise_or.at(words, top >> np.uint64(6), np.uint64(1) << (top & np.uint64(63)))
+            self._bitmap = words
         return self._bitmap
-
-    def contains(self, hashes: np.ndarray) -> np.ndarray:
-        """Which of `hashes` are grams of the index."""
-        bitmap = self.bitmap
-        hit = bitmap[hashes >> np.uint64(64 - int(np.log2(len(bitmap))))]
-        cand = np.flatnonzero(hit)
-        if len(cand):
-            where = np.minimum(np.searchsorted(self.keys, hashes[cand]), len(self.keys) - 1)
-            hit[cand] = self.keys[where] == hashes[cand]
-        return hit
 
     def scan(self, ids: pa.Array, texts: pa.Array) -> pa.Table:
         """One row per position of a text where a gram of the index starts: its id, the gram, its length in
         words, the word position, and the byte span of the gram in the text."""
         words = word_hashes(texts)
-        prefix = prefix_sums(words.hash)
-        parts = []
-        for k in self.lengths:
-            hashes, first = gram_hashes(words, k, prefix)
-            hit = self.contains(hashes)
-            if not hit.any():
-                continue
-            first = first[hit]
-            doc = np.searchsorted(words.bounds, first, side="right") - 1
-            parts.append((doc, hashes[hit], np.full(len(first), k, np.int16), (first - words.bounds[doc]).astype(np.int32),
-                          words.start[first], words.end[first + k - 1]))
-        if not parts:
+        lengths = np.array(self.lengths, dtype=np.int64)
+        with np.errstate(over="ignore"):
+            powers = np.array([P ** np.uint64(k) for k in self.lengths], dtype=np.uint64)
+        shift = np.uint64(64 - 6 - int(np.log2(len(self.bitmap))))
+        first, k, gram = find_grams(prefix_sums(words.hash), words.doc, lengths, powers, self.bitmap, shift, self.keys)
+        if not len(first):
             return MATCHES.empty_table()
-        doc, gram, k, pos, start, end = (np.concatenate(c) for c in zip(*parts))
+        doc = words.doc[first]
+        pos = (first - words.bounds[doc]).astype(np.int32)
+        start, end = words.start[first], words.end[first + k.astype(np.int64) - 1]
         order = np.lexsort((pos, -k.astype(np.int64), doc))
         ids = ids.combine_chunks() if isinstance(ids, pa.ChunkedArray) else ids
         return pa.Table.from_arrays([ids.take(pa.array(doc[order])), *(pa.array(c[order]) for c in (gram, k, pos, start, end))],

@@ -3,8 +3,9 @@
 The hash of the k words starting at word i is `fmix64(sum_j w[i + j] * P^(k - 1 - j) + k)` over uint64 (wrapping):
 a polynomial rolling hash. With the prefix sums `S[i + 1] = S[i] * P + w[i]` (one compiled pass over the words,
 shared by every k), it is `S[i + k] - S[i] * P^k`, for every i at once in a few numpy operations; an n-gram that
-would cross from one text into the next is dropped. The same function hashes eval items and training documents, so equal word sequences have
-equal hashes (and different ones collide with probability about 2^-64 per pair).
+would cross from one text into the next is dropped. Eval items are hashed here; training documents by the same
+formula compiled into the lookup (lookup.py; tests check both agree), so equal word sequences have equal hashes
+(and different ones collide with probability about 2^-64 per pair).
 """
 
 from __future__ import annotations

@@ -53,9 +53,11 @@ def _blocklist() -> None:
 def _decontaminate() -> None:
     import pyarrow as pa
 
-    from curate.decontam.normalize import word_hashes
+    from curate.decontam.evalsets import EvalItem
+    from curate.decontam.index import EvalIndex
 
-    word_hashes(pa.array([_SAMPLE, "x"]))
+    EvalIndex([EvalItem("warm", "0", ("second line with punctuation numbers",))], ["warm"], 3, 2).scan(pa.array(["a", "b"]),
+                                                                                                     pa.array([_SAMPLE, "x"]))
 
 
 WARMERS: dict[str, tuple[str, Callable[[], None]]] = {
@@ -63,7 +65,7 @@ WARMERS: dict[str, tuple[str, Callable[[], None]]] = {
     "signals": ("the RedPajama-V2 signal kernels", _signals),
     "datatrove_words": ("the datatrove word-split kernel", _datatrove_words),
     "blocklist": ("the blocklist scan kernel", _blocklist),
-    "decontaminate": ("the decontamination word-hash kernel", _decontaminate),
+    "decontaminate": ("the decontamination word-hash and lookup kernels", _decontaminate),
 }
 
 _done: dict[str, float] = {}

@@ -35,3 +35,25 @@ def test_grams_never_cross_texts_and_equal_sequences_hash_equal():
     hashes, first = gram_hashes(words, 3)
     assert first.tolist() == [0, 3, 4, 7]
     assert hashes[0] == hashes[3] and len(np.unique(hashes)) == 3
+
+
+def test_the_compiled_lookup_finds_exactly_the_numpy_grams_in_the_index():
+    from curate.decontam.evalsets import EvalItem
+    from curate.decontam.index import EvalIndex
+
+    rng = random.Random(5)
+    vocab = [f"w{i}" for i in range(30)]   # a small vocabulary: many grams repeat across texts
+    texts = [" ".join(rng.choice(vocab) for _ in range(rng.randint(0, 40))) for _ in range(200)]
+    items = [EvalItem("s", str(i), (t,)) for i, t in enumerate(texts[:60]) if t]
+    index = EvalIndex(items, ["s"], 5, 3)
+    matches = index.scan(pa.array([str(i) for i in range(len(texts))]), pa.array(texts))
+    words = word_hashes(pa.array(texts))
+    want = set()
+    for k in index.lengths:
+        hashes, first = gram_hashes(words, k)
+        hit = np.isin(hashes, index.keys)
+        doc = words.doc[first[hit]]
+        want |= set(zip(doc.tolist(), (first[hit] - words.bounds[doc]).tolist(), [k] * int(hit.sum()), hashes[hit].tolist()))
+    got = set(zip(map(int, matches.column("id").to_pylist()), matches.column("pos").to_pylist(), matches.column("k").to_pylist(),
+                  matches.column("gram").to_pylist()))
+    assert got == want and len(want) > 100 and len(index.lengths) > 1
