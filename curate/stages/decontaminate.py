@@ -12,7 +12,6 @@ item) with a counting match (the `contamination` view of `curate query`), and, w
 
 from __future__ import annotations
 
-import logging
 from functools import partial
 
 import numpy as np
@@ -28,13 +27,13 @@ from curate.decontam.record import DecontaminateRecord
 from curate.errors import ConfigError
 from curate.io import fs
 from curate.io.parquet import ParquetSink, write_table
+from curate.rundir.layout import RESERVED
 from curate.rundir.tables import SourceSink
 from curate.stages.phase import Phase
 from curate.stages.reads import file_identity
 from curate.stages.registry import stage
 from curate.stages.shard import Output, ShardRef, ShardStage, removals
 
-log = logging.getLogger("curate")
 EXCERPT = 400   # characters of the matched passage and of the eval item kept in the table
 TABLE = pa.schema([("id", pa.string()), ("set", pa.string()), ("item", pa.string()), ("flagged", pa.bool_()),
                    ("overlap", pa.float64()), ("grams", pa.int32()), ("item_grams", pa.int32()), ("longest_words", pa.int32()),
@@ -65,7 +64,7 @@ class DecontaminateStage(ShardStage):
         for name in options["sets"]:
             if not name or ":" in name or "," in name:
                 raise ConfigError(file, f"{key}.sets.{name}", "a set's name goes into ledger reasons: no ':' or ','")
-        if key.split(".", 1)[-1] in ("docs", "kept", "quarantine", "ledger", "tokens", "_work", "_state"):
+        if key.split(".", 1)[-1] in RESERVED:
             raise ConfigError(file, key, "a decontaminate step writes its table to RUN/<step name>/, a folder of every run; rename the step")
 
     # ---- driver ---------------------------------------------------------------------------------

@@ -229,3 +229,16 @@ def test_kill_9_mid_scan_resumes_to_identical_outputs(tmp_path, sample_dir):
     parts = ("kept", "ledger", "decontaminate")
     assert tree_digest(run, parts) == tree_digest(tmp_path / "clean", parts)
     assert len(tree_digest(run, ("ledger",))) > 0
+
+
+def test_configuration_errors_are_one_line_before_any_work(tmp_path, planted, capsys):
+    from conftest import run_cli
+
+    sets, docs = planted
+    f = pipeline(tmp_path, {"a:b": sets["qa"]}, docs)
+    assert run_cli(f, "--output", tmp_path / "run", "--inline", "-q") == 2
+    assert capsys.readouterr().err.strip().endswith("stages.decontaminate.sets.a:b: a set's name goes into ledger reasons: no ':' or ','")
+    f = pipeline(tmp_path, {"qa": {**sets["qa"], "path": str(tmp_path / "missing.jsonl")}}, docs)
+    assert run_cli(f, "--output", tmp_path / "run", "--inline", "-q") == 1
+    assert capsys.readouterr().err.strip().splitlines()[-1] == f"curate: error: eval set 'qa': {tmp_path / 'missing.jsonl'}: not found"
+    assert not (tmp_path / "run" / "docs").exists()
