@@ -242,3 +242,24 @@ def test_configuration_errors_are_one_line_before_any_work(tmp_path, planted, ca
     assert run_cli(f, "--output", tmp_path / "run", "--inline", "-q") == 1
     assert capsys.readouterr().err.strip().splitlines()[-1] == f"curate: error: eval set 'qa': {tmp_path / 'missing.jsonl'}: not found"
     assert not (tmp_path / "run" / "docs").exists()
+
+
+def test_grams_are_counted_over_every_source_and_a_change_in_one_rescans_only_it(tmp_path, planted, capsys):
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from conftest import run_cli
+    from curate.query import connect
+
+    sets, docs = planted
+    f, run = pipeline(tmp_path, sets, docs, frequent_docs=9), tmp_path / "run"   # 9 documents hold the boilerplate
+    assert run_cli(f, "--output", run, "--inline", "-q") == 0
+    query = "SELECT source, count(*) FROM contamination WHERE item = 'q-boiler' AND id <> 'web-6' GROUP BY 1 ORDER BY 1"
+    assert connect(str(run)).sql(query).fetchall() == [("news", 4), ("web", 4)], "boilerplate alone counts: not frequent yet"
+    extra = [{"id": "news-extra", "text": "A new page. " + BOILERPLATE + " The end of it."}]
+    pq.write_table(pa.Table.from_pylist(extra), tmp_path / "in" / "news" / "part-999.parquet")
+    capsys.readouterr()
+    assert run_cli(f, "--output", run, "--inline") == 0
+    err = capsys.readouterr().err
+    assert "[decontaminate: scan] 8 tasks (4 already done)" in err, "web's documents did not change: its scan stays"
+    assert connect(str(run)).sql(query).fetchall() == [], "a tenth document in news makes the boilerplate frequent for web too"
