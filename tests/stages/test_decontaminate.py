@@ -263,3 +263,18 @@ def test_grams_are_counted_over_every_source_and_a_change_in_one_rescans_only_it
     err = capsys.readouterr().err
     assert "[decontaminate: scan] 8 tasks (4 already done)" in err, "web's documents did not change: its scan stays"
     assert connect(str(run)).sql(query).fetchall() == [], "a tenth document in news makes the boilerplate frequent for web too"
+
+
+def test_ray_writes_what_inline_writes(tmp_path, planted):
+    import subprocess
+    import sys
+
+    from conftest import env_with, run_cli, tree_digest
+
+    f = pipeline(tmp_path, *planted)
+    assert run_cli(f, "--output", tmp_path / "inline", "--inline", "-q") == 0
+    ray = subprocess.run([sys.executable, "-m", "curate", "run", str(f), "--output", str(tmp_path / "ray"), "--workers", "2", "-q"],
+                         env=env_with(), capture_output=True, text=True, timeout=300)
+    assert ray.returncode == 0, ray.stderr
+    parts = ("kept", "ledger", "decontaminate")
+    assert tree_digest(tmp_path / "ray", parts) == tree_digest(tmp_path / "inline", parts)
