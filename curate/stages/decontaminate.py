@@ -70,9 +70,9 @@ class DecontaminateStage(ShardStage):
     # ---- driver ---------------------------------------------------------------------------------
     def index(self) -> EvalIndex:
         if getattr(self, "_index", None) is None:
-            sets = self.options["sets"]
-            items = [item for name, spec in sets.items() for item in load_set(name, spec)]
-            self._index = EvalIndex(items, list(sets), self.options["n"], self.options["min_short_words"])
+            names = sorted(self.options["sets"])   # by name, whatever order the config was written or resolved in
+            items = [item for name in names for item in load_set(name, self.options["sets"][name])]
+            self._index = EvalIndex(items, names, self.options["n"], self.options["min_short_words"])
         return self._index
 
     def preflight(self) -> None:
@@ -164,14 +164,14 @@ class DecontaminateStage(ShardStage):
             "hashes": pairs.column("hashes")}, schema=TABLE)
 
     def removals(self, flagged: pa.Table) -> pa.Table:
-        """One ledger row per flagged document: the first set (in the options' order) and item, and how many more."""
-        order = {name: i for i, name in enumerate(self.options["sets"])}
+        """One ledger row per flagged document: its strongest match (the first set by name, then the highest overlap, the
+        longest match, the item id) and how many more items it matched."""
         by_doc: dict[str, list] = {}
         for row in flagged.to_pylist():
             by_doc.setdefault(row["id"], []).append(row)
         ids, reasons, details = [], [], []
         for doc, rows in sorted(by_doc.items()):
-            rows.sort(key=lambda r: (order[r["set"]], -r["overlap"], -r["longest_words"], r["item"]))
+            rows.sort(key=lambda r: (r["set"], -r["overlap"], -r["longest_words"], r["item"]))
             top = rows[0]
             more = f"; {len(rows) - 1} more item{'s' if len(rows) > 2 else ''}" if len(rows) > 1 else ""
             ids.append(doc)

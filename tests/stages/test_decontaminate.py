@@ -121,7 +121,7 @@ def test_new_thresholds_re_decide_from_stored_matches_without_scanning(tmp_path,
                    "--set", "stages.decontaminate.min_match_words=100", "--set", "stages.decontaminate.action=report") == 0
     out, err = capsys.readouterr()
     assert "[decontaminate: scan] 7 tasks (7 already done)" in err
-    assert "decontaminate: qa 9 items (2 too short), 262 grams; mc 2 items (0 too short), 12 grams; 10 grams frequent" in out
+    assert "decontaminate: mc 2 items (0 too short), 12 grams; qa 9 items (2 too short), 262 grams; 10 grams frequent" in out
     assert "  web        scanned 13  matched an item 7  flagged 4" in out
     assert "changed since the last run (option action, option min_match_words, option min_overlap)" in err
     assert flagged_in(run) == {("web-0", "q-verbatim"), ("web-1", "q-reformatted"), ("web-4", "q-short"), ("web-6", "q-boiler")}
