@@ -50,11 +50,22 @@ def _blocklist() -> None:
     Blocklist(["warm-up term", "numbers"]).scan(pa.array([_SAMPLE, "x"]))
 
 
+def _decontaminate() -> None:
+    import pyarrow as pa
+
+    from curate.decontam.evalsets import EvalItem
+    from curate.decontam.index import EvalIndex
+
+    EvalIndex([EvalItem("warm", "0", ("second line with punctuation numbers",))], ["warm"], 3, 2).scan(pa.array(["a", "b"]),
+                                                                                                     pa.array([_SAMPLE, "x"]))
+
+
 WARMERS: dict[str, tuple[str, Callable[[], None]]] = {
     "minhash": ("the MinHash signature kernel", _minhash),
     "signals": ("the RedPajama-V2 signal kernels", _signals),
     "datatrove_words": ("the datatrove word-split kernel", _datatrove_words),
     "blocklist": ("the blocklist scan kernel", _blocklist),
+    "decontaminate": ("the decontamination word-hash and lookup kernels", _decontaminate),
 }
 
 _done: dict[str, float] = {}

@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections import defaultdict
 
 from curate.rundir import ClassifyRecord, DedupRecord, DualUseRecord, RunDir
+from curate.decontam.record import DecontaminateRecord
 
 
 def render(rows: list[dict], width: int = 100) -> str:
@@ -84,6 +85,8 @@ def model_notes(run: RunDir, steps: list[str], rows: list[dict], order: list[str
             lines += dual_use_funnel(step, run.markers(step), record.costs, rows, order)
         if (record := run.find_record(step, DedupRecord)) is not None:
             lines += dedup_lines(step, record)
+        if (record := run.find_record(step, DecontaminateRecord)) is not None:
+            lines += record.lines(step, run.markers(step))
     return lines
 
 

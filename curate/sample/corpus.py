@@ -34,6 +34,7 @@ import pyarrow.parquet as pq
 import zstandard
 
 from . import text as T
+from .evals import make_evals
 from .models import make_models
 from .topic import topic_page
 
@@ -59,7 +60,7 @@ NEAR_MIN_JACCARD = 0.85
 
 MARKER = "_SUCCESS"
 SCALED_FROM = 20_000  # more documents than this: the corpus is made in parts (scaled.py)
-_OUTPUTS = (MARKER, *SOURCES, "models", "expected.json", "truth.json")  # marker first
+_OUTPUTS = (MARKER, *SOURCES, "models", "evals", "expected.json", "truth.json")  # marker first
 
 DCLM_FILES = (
     "global-shard_01_of_10/local-shard_0_of_10/shard_00000000_processed.jsonl.zst",
@@ -129,6 +130,7 @@ def make_corpus(dest, docs: int = 4000, seed: int = 0) -> dict:
                                  plan["dolma_cc_truncated"], _rng(seed, "dolma_cc")),
     }
     make_models(dest, seed)
+    make_evals(dest, plan, seed)
     _write_json(dest / "expected.json", expected)
     _write_json(dest / "truth.json", _truth(plan))
     (dest / MARKER).write_bytes(b"")

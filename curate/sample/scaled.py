@@ -6,8 +6,8 @@ the corpus is a set of parts of `PART_DOCS` documents, each a complete sample fr
 (its planted duplicates, junk, non-English pages and bad records), made by a pool of processes. Each
 part's files are renamed `p<part>_<name>` into one tree in the layouts the readers expect, so files,
 tasks and every planted rate grow linearly with the documents, as in a real dump. `expected.json` sums
-the parts; `truth.json` is left out (its groups are per part, and nothing large reads them). Same
-`(docs, seed)`, same bytes.
+the parts; `truth.json` is left out (its groups are per part, and nothing large reads them); the demo eval set
+(`evals/`) is cut from the first part's documents. Same `(docs, seed)`, same bytes.
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
 from . import corpus as C
+from .evals import make_evals
 from .models import make_models
 
 PART_DOCS = 10_000
@@ -53,6 +54,8 @@ def _part(args) -> dict:
         "dolma_cc": C._write_dolma(work / "dolma_cc", plan["dolma_cc"], plan["dolma_cc_truncated"],
                                    C._rng(part_seed, "dolma_cc")),
     }
+    if index == 0:   # the demo eval set, cut from the first part's documents (their ids are kept as they are)
+        make_evals(dest, plan, part_seed)
     for path in sorted(p for p in work.rglob("*") if p.is_file()):
         relative = path.relative_to(work)
         target = dest / relative.parent / f"p{index:05d}_{relative.name}"

@@ -5,6 +5,7 @@ Importing this package imports every stage module so that each registers itself 
 
 from curate.stages import (  # noqa: F401  (imported for their registration)
     classify,
+    decontaminate,
     dedup,
     dual_use,
     exact_dedup,

@@ -81,8 +81,8 @@ class PackStage(Stage):
                            formats=self.formats,
                            tokenizer_name=tok.name)
         return {"source": shard.source, "shard": shard.shard, "in": table.num_rows, "kept": table.num_rows, "removed": {},
-                "copies": int(stats["docs"]), "tokens": int(stats["tokens"]), "sequences": int(stats["sequences"]), "docs_split": int(stats["docs_split"]),
-                "chunks": int(stats["chunks"]), "seq_len": self.options["seq_len"]}
+                "copies": int(stats["docs"]), "tokens": int(stats["tokens"]), "sequences": int(stats["sequences"]),
+                "docs_split": int(stats["docs_split"]), "chunks": int(stats["chunks"]), "seq_len": self.options["seq_len"]}
 
     def merge(self, tok: TokenizerRecord, shards: list[tuple[str, str]], source: str) -> dict:
         """Concatenate a source's shards (sequences, documents and, for .ds, documents and their ends) in shard order."""

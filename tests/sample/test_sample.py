@@ -158,7 +158,8 @@ def test_layout(sample):
     dest, _ = sample
     files = set(_all_files(dest))
     models = {f"models/{m}.{ext}" for m in ("quality_standin", "dual_use_demo") for ext in ("bin", "json")}
-    want = {f for fs in FILES.values() for f in fs} | {"expected.json", "truth.json", "_SUCCESS"} | models
+    evals = {"evals/demo.jsonl", "evals/demo_truth.json"}
+    want = {f for fs in FILES.values() for f in fs} | {"expected.json", "truth.json", "_SUCCESS"} | models | evals
     assert files == want
     assert (dest / "_SUCCESS").read_bytes() == b""
     assert is_complete(dest)
