@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 
+from curate.pii.summary import EditsRecord, edit_flags, edit_lines
 from curate.rundir import ClassifyRecord, DedupRecord, DualUseRecord, RunDir
 
 
@@ -84,6 +85,8 @@ def model_notes(run: RunDir, steps: list[str], rows: list[dict], order: list[str
             lines += dual_use_funnel(step, run.markers(step), record.costs, rows, order)
         if (record := run.find_record(step, DedupRecord)) is not None:
             lines += dedup_lines(step, record)
+        if run.find_record(step, EditsRecord) is not None:
+            lines += edit_lines(step, run.markers(step))
     return lines
 
 
@@ -101,6 +104,7 @@ def dedup_flags(run: RunDir, rows: list[dict]) -> list[dict]:
         if record is not None and row["source"] in record.sources:
             v = record.sources[row["source"]]
             row["dedup"] = {"removed_share": v["share"], "largest_clusters": v["largest_clusters"], "alarm": v["alarm"]}
+    edit_flags(run, rows)   # a pii step's rows get `edits`: documents edited, spans by kind
     return rows
 
 
