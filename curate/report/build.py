@@ -8,7 +8,7 @@ from html import escape
 
 from curate.errors import CurateError
 from curate.io import fs
-from curate.report import classify, dedup, dualuse, examples, funnel, languages, mixture, page, removals, sections, signals, timing
+from curate.report import classify, dedup, dualuse, examples, funnel, languages, mixture, page, pii, removals, sections, signals, timing
 from curate.report.context import RunView, open_run
 from curate.report.palette import source_colors
 
@@ -26,6 +26,7 @@ def gather(run: RunView) -> dict:
         "dedup": dedup.dedup(run),
         "classify": classify.classifiers(run),
         "dual_use": dualuse.dual_uses(run),
+        "pii": pii.pii_steps(run),
         "plan": mixture.plan(run),
         "packing": mixture.packing(run),
         "timing": timing.timing(run),
@@ -53,6 +54,7 @@ def render(run: RunView, data: dict) -> str:
         ("clusters", "Duplicates across sources", examples.clusters_section(data["clusters"], colors)),
         ("classify", "Classifiers", sections.classifiers(data["classify"], pending("classify"))),
         ("dual-use", "Dual-use", sections.dual_use(data["dual_use"], colors, pending("dual_use"))),
+        ("pii", "PII", pii.section(data["pii"], colors)),
         ("mixture", "Mixture & packing", sections.mixture(data["plan"], data["packing"], colors)),
         ("performance", "Performance", sections.performance(data["timing"])),
     ]
