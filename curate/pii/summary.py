@@ -44,9 +44,10 @@ def edit_flags(run, rows: list[dict]) -> None:
             row["edits"] = {"documents": c["documents"], "spans": c["spans"]}
 
 
-def edit_lines(step: str, markers: list[dict]) -> list[str]:
-    """`pii: 7 of 16 documents edited (43.8%); spans: email 7, ipv4 5`, then one line per source."""
+def edit_lines(step: str, markers: list[dict], order: list[str] = ()) -> list[str]:
+    """`pii: 7 of 16 documents edited (43.8%); spans: email 7, ipv4 5`, then one line per source (in `order`)."""
     counts = edit_counts(markers)
+    counts = {s: counts[s] for s in sorted(counts, key=lambda s: (order.index(s) if s in order else len(order), s))}
     docs, edited = sum(c["in"] for c in counts.values()), sum(c["documents"] for c in counts.values())
     spans: dict[str, int] = {}
     for c in counts.values():
@@ -56,6 +57,6 @@ def edit_lines(step: str, markers: list[dict]) -> list[str]:
     lines = [f"{step}: {edited:,} of {docs:,} documents edited{share}; spans: "
              + (", ".join(f"{k} {n:,}" for k, n in sorted(spans.items())) or "none")]
     for source, c in counts.items():
-        lines.append(f"  {source:10} edited {c['documents']:,} of {c['in']:,}  "
-                     + "  ".join(f"{k} {n:,}" for k, n in c["spans"].items()))
+        lines.append((f"  {source:10} edited {c['documents']:,} of {c['in']:,}  "
+                      + "  ".join(f"{k} {n:,}" for k, n in c["spans"].items())).rstrip())
     return lines

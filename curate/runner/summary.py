@@ -86,7 +86,7 @@ def model_notes(run: RunDir, steps: list[str], rows: list[dict], order: list[str
         if (record := run.find_record(step, DedupRecord)) is not None:
             lines += dedup_lines(step, record)
         if run.find_record(step, EditsRecord) is not None:
-            lines += edit_lines(step, run.markers(step))
+            lines += edit_lines(step, run.markers(step), order)
     return lines
 
 

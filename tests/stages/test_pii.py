@@ -17,7 +17,7 @@ import pytest
 from curate.errors import ConfigError
 from curate.pii import apply_spans
 
-from conftest import env_with, run_cli, tree_digest
+from conftest import ZYDA2, env_with, run_cli, tree_digest
 
 WEB = [
     {"id": "w0", "text": "Contact: jane.doe@mail.example-shop.com or 8.8.8.8. Thanks!", "lang": "en"},
@@ -161,3 +161,11 @@ def test_kill_9_mid_pii_resumes_to_identical_outputs(tmp_path):
     assert subprocess.run(cmd, env=env_with()).returncode == 0
     assert run_cli(f, "--output", tmp_path / "clean", "--inline", "-q", "--set", "execution.batch_rows=8") == 0
     assert tree_digest(run, ("kept", "edits", "ledger")) == tree_digest(tmp_path / "clean", ("kept", "edits", "ledger"))
+
+
+def test_the_step_is_off_in_zyda2_until_enabled_and_comes_before_mix_and_tokenize(sample_env):
+    from curate import load_pipeline
+
+    assert "pii" not in [s.name for s in load_pipeline(ZYDA2).stages]
+    steps = [s.name for s in load_pipeline(ZYDA2, ["stages.pii.enabled=true"]).stages]
+    assert steps.index("dedup") < steps.index("quality_model") < steps.index("pii") < steps.index("mix") < steps.index("tokenize")
