@@ -10,6 +10,7 @@ same address gets the same placeholder everywhere.
 from __future__ import annotations
 
 import hashlib
+import re
 
 import numpy as np
 import pyarrow as pa
@@ -21,24 +22,57 @@ SPANS = pa.schema([("row", pa.int64()), ("kind", pa.string()), ("start", pa.int6
                    ("placeholder", pa.string()), ("original_sha256", pa.string()), ("original", pa.string())])
 
 
-def candidates(texts: pa.Array, kind: Kind) -> np.ndarray:
-    """Which texts the kind's precise pattern may match (all of them when it has no prefilter)."""
-    if kind.prefilter is None:
-        return np.ones(len(texts), bool)
-    return pc.fill_null(pc.match_substring_regex(texts, kind.prefilter), False).to_numpy(zero_copy_only=False)
+_NON_SPACE = re.compile(r"\S*")
+
+
+def matches(kind: Kind, text: str):
+    """The kind's matches in `text`, as `kind.pattern.finditer` gives them; with an anchor, the pattern only runs
+    on a window around each anchor hit (lookbehinds still see the text before the window)."""
+    if kind.anchor is None:
+        yield from kind.pattern.finditer(text)
+        return
+    at = 0
+    for hit in kind.anchor.finditer(text):
+        p = hit.start()
+        if p < at:
+            continue
+        hi = _NON_SPACE.match(text, p).end() if kind.after is None else min(len(text), p + kind.after)
+        m = kind.pattern.search(text, max(at, p - kind.before), hi)
+        if m is not None and m.start() <= p < m.end():
+            yield m
+            at = m.end()
+
+
+def candidates(texts: pa.Array, kinds: list[Kind]) -> tuple[np.ndarray, list[np.ndarray]]:
+    """The rows any kind's precise pattern may match (one RE2 pass over the batch for all kinds), and for each
+    kind which of those rows it may match (RE2 again, on the candidates only). A kind without a prefilter
+    makes every row a candidate."""
+    if not kinds:
+        return np.array([], np.int64), []
+    if any(k.prefilter is None for k in kinds):
+        rows = np.arange(len(texts))
+    else:
+        rows = np.flatnonzero(_matches(texts, "|".join(f"(?:{k.prefilter})" for k in kinds)))
+    subset = texts.take(pa.array(rows, pa.int64()))
+    if len(kinds) == 1 and kinds[0].prefilter is not None:
+        return rows, [np.ones(len(rows), bool)]
+    return rows, [np.ones(len(rows), bool) if k.prefilter is None else _matches(subset, k.prefilter) for k in kinds]
+
+
+def _matches(texts: pa.Array, regex: str) -> np.ndarray:
+    return pc.fill_null(pc.match_substring_regex(texts, regex), False).to_numpy(zero_copy_only=False)
 
 
 def find_spans(texts: pa.Array, kinds: list[Kind]) -> pa.Table:
     """Every span to replace in `texts`, as rows of SPANS (sorted by row, then start)."""
     texts = texts.combine_chunks() if isinstance(texts, pa.ChunkedArray) else texts
-    masks = [candidates(texts, k) for k in kinds]
-    rows = np.flatnonzero(np.logical_or.reduce(masks)) if masks else np.array([], np.int64)
+    rows, masks = candidates(texts, kinds)
     out: dict[str, list] = {f.name: [] for f in SPANS}
-    for row, text in zip(rows.tolist(), texts.take(pa.array(rows, pa.int64())).to_pylist()):
+    for i, (row, text) in enumerate(zip(rows.tolist(), texts.take(pa.array(rows, pa.int64())).to_pylist())):
         found = []
         for rank, (kind, mask) in enumerate(zip(kinds, masks)):
-            if mask[row]:
-                found += [(m.start(), rank, m.end(), m.group(0)) for m in kind.pattern.finditer(text)
+            if mask[i]:
+                found += [(m.start(), rank, m.end(), m.group(0)) for m in matches(kind, text)
                           if m.end() > m.start() and m.group(0) not in kind.placeholders and (kind.accept is None or kind.accept(text, m))]
         at = 0
         for start, rank, end, original in sorted(found):

@@ -38,10 +38,13 @@ PHONE = re.compile(r"(?<![\w+])(?:\+\d{1,3}[ .-]?)?(?:\(\d{2,4}\)[ .-]?|\d{2,4}[
 PREFILTER = {   # RE2 (pyarrow.compute.match_substring_regex): true for every document the precise pattern can match
     "email": r"[A-Za-z0-9_%+-]@[A-Za-z0-9]",
     "ipv4": r"\d\.\d{1,3}\.\d{1,3}\.\d",
-    "ipv6": r"[0-9A-Fa-f]?::|[0-9A-Fa-f]:[0-9A-Fa-f]{1,4}:",
+    "ipv6": r"[0-9A-Fa-f]::|::[0-9A-Fa-f]|(?:[0-9A-Fa-f]{1,4}:){3}[0-9A-Fa-f]",   # not times (12:30:45)
     "phone": r"\d{3,4}[ .-]?\d{3,4}",
 }
 PATTERNS = {"email": EMAIL, "ipv4": IPV4, "ipv6": IPV6, "phone": PHONE}
+# where a match can be (Python `re` is fast on these, slow on the patterns above): each `@`, from up to 65 characters
+# before it (a local part is at most 64, RFC 5321) to the next whitespace; each dotted quad that starts a number
+ANCHORS = {"email": (re.compile("@"), 65, None), "ipv4": (re.compile(r"\d(?<![\w.]\d)\d{0,2}\.\d{1,3}\.\d{1,3}\.\d"), 0, 24)}
 EXAMPLE_DOMAINS = ("example.com", "example.net", "example.org", "example", "test", "invalid", "localhost")
 SCALED_IMAGE = re.compile(r"\d+(?:\.\d+)?x\.(?:png|jpe?g|gif|svg|webp|avif)$", re.I)
 VERSION_BEFORE = re.compile(r"(?:(?:version|ver\.|release|build|revision|firmware)_*[\s:=\"']*|(?:[=<>~^!]=|[<>^~])\s*|[A-Za-z]/)$", re.I)
@@ -65,6 +68,9 @@ class Kind:
     prefilter: str | None               # None: every document is a candidate
     placeholders: tuple[str, ...]
     accept: Callable[[str, re.Match], bool] | None = None
+    anchor: re.Pattern | None = None    # matches are looked for only around this pattern's hits (see ANCHORS)
+    before: int = 0                     # how far before its anchor a match may start
+    after: int | None = None            # how far after the anchor's start it may end (None: to the next whitespace)
 
 
 def public_ip(public_only: bool) -> Callable[[str, re.Match], bool]:
@@ -113,7 +119,8 @@ def build_kinds(kinds: list[str], patterns: dict[str, str], placeholders: dict, 
                 keep_domains: list[str]) -> list[Kind]:
     """The kinds a pii step looks for, in the order their spans win an overlap (built-ins first, then the user's)."""
     accept = {"email": email(tuple(keep_domains)), "ipv4": ipv4(public_only), "ipv6": ipv6(public_only), "phone": digits(9, 15)}
-    out = [Kind(k, PATTERNS[k], PREFILTER[k], _placeholders(placeholders, k), accept[k]) for k in KINDS if k in kinds]
+    out = [Kind(k, PATTERNS[k], PREFILTER[k], _placeholders(placeholders, k), accept[k], *ANCHORS.get(k, ()))
+           for k in KINDS if k in kinds]
     for name, regex in sorted(patterns.items()):
         out.append(Kind(name, re.compile(regex), regex if re2_compatible(regex) else None, _placeholders(placeholders, name)))
     return out
