@@ -124,6 +124,7 @@ def test_later_steps_see_the_edited_text_and_the_run_shows_the_edits(tmp_path, c
     assert row["in"] == row["kept"] == 12 and row["edits"] == {"documents": 4, "spans": {"email": 4, "ipv4": 4}}
     html = (tmp_path / "a" / "report.html").read_text()
     assert 'id="pii"' in html and "documents edited" in html and "jane.doe" not in html
+    assert "bob@company.io" not in html and "This one is filtered out: &lt;EMAIL&gt;" in html, "removed examples show the edited text"
 
 
 def test_with_nothing_to_edit_the_outputs_are_those_of_a_run_without_the_step(tmp_path):
@@ -169,3 +170,15 @@ def test_the_step_is_off_in_zyda2_until_enabled_and_comes_before_mix_and_tokeniz
     assert "pii" not in [s.name for s in load_pipeline(ZYDA2).stages]
     steps = [s.name for s in load_pipeline(ZYDA2, ["stages.pii.enabled=true"]).stages]
     assert steps.index("dedup") < steps.index("quality_model") < steps.index("pii") < steps.index("mix") < steps.index("tokenize")
+
+
+def test_a_sound_dedup_after_pii_checks_the_edited_texts(run_stage):
+    """Two pages that differ only in their addresses are duplicates once edited: MinHash sees the edited text, and so
+    must the sound mode's exact Jaccard (which reads the docs shards itself), else it would refuse the removal."""
+    body = "The annual meeting of the regional beekeeping association will be held in the town hall this spring. " * 3
+    docs = {s: [{"id": f"{s}-0", "text": body + " ".join(f"{s}.member{i}@assoc-{s}.org" for i in range(12))}] for s in ("a", "b")}
+    r = run_stage("dedup", {"margin": 1.0, "threshold": 0.9}, docs=docs,
+                  before=[("pii", {"placeholders": {"email": "<EMAIL>"}}), ("minhash", {})])
+    ledger = r.ledger()
+    assert ledger.column("id").to_pylist() == ["b-0"] and ledger.column("reason").to_pylist() == ["minhash_duplicate_of:a"]
+    assert "similarity 1.000" in ledger.column("detail")[0].as_py()
