@@ -182,3 +182,13 @@ def test_a_sound_dedup_after_pii_checks_the_edited_texts(run_stage):
     ledger = r.ledger()
     assert ledger.column("id").to_pylist() == ["b-0"] and ledger.column("reason").to_pylist() == ["minhash_duplicate_of:a"]
     assert "similarity 1.000" in ledger.column("detail")[0].as_py()
+
+
+def test_new_placeholders_recompute_the_steps_after_it(tmp_path):
+    f = _pipeline(tmp_path, "p", {"web": WEB, "forum": FORUM}, True)
+    assert run_cli(f, "--output", tmp_path / "run", "--inline", "-q") == 0
+    assert run_cli(f, "--output", tmp_path / "run", "--inline", "-q", "--set", "stages.pii.placeholders.email=<MAIL>") == 0
+    kept = [t for (t,) in duckdb.sql(f"SELECT text FROM read_parquet('{tmp_path}/run/kept/*/*.parquet') ORDER BY text").fetchall()]
+    assert kept == sorted(t.replace("<EMAIL>", "<MAIL>") for t in EDITED.values())
+    edits = duckdb.sql(f"SELECT DISTINCT placeholder FROM read_parquet('{tmp_path}/run/edits/pii/*/*.parquet') ORDER BY 1").fetchall()
+    assert edits == [("<IP6>",), ("<IP>",), ("<MAIL>",)]
