@@ -132,10 +132,14 @@ def _placeholders(placeholders: dict, kind: str) -> tuple[str, ...]:
 
 
 def re2_compatible(regex: str) -> bool:
-    """Whether RE2 (pyarrow) takes the pattern; one with look-arounds or back-references is checked in Python only."""
+    """Whether RE2 (pyarrow) matches at least what Python's `re` matches with this pattern, so it can prefilter:
+    ASCII only, none of the classes and flags whose meaning differs (RE2's are ASCII, Python's Unicode), and
+    RE2 takes it (no look-arounds or back-references). Other patterns run in Python on every document."""
     import pyarrow as pa
     import pyarrow.compute as pc
 
+    if not regex.isascii() or re.search(r"\\[wWbBdDsS]|\(\?[a-zA-Z]*[iu]", regex):
+        return False
     try:
         pc.match_substring_regex(pa.array([""]), regex)
         return True

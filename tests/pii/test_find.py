@@ -102,6 +102,10 @@ def test_optional_phone_numbers_and_a_custom_pattern():
 def test_a_custom_pattern_re2_cannot_take_still_runs_in_python():
     kinds = build_kinds([], {"secret": r"(?<=key=)\w+"}, {}, True, [])
     assert kinds[0].prefilter is None
+    assert build_kinds([], {"t": "TICKET-[0-9]{6}"}, {}, True, [])[0].prefilter == "TICKET-[0-9]{6}"
+    assert build_kinds([], {"t": r"\w+@corp"}, {}, True, [])[0].prefilter is None, "RE2's \\w is ASCII, Python's is not"
+    unicode = find_spans(pa.array(["mail é@corp now"]), build_kinds([], {"t": r"\w+@corp"}, {}, True, [])).to_pylist()
+    assert [(r["start"], r["end"]) for r in unicode] == [(5, 11)]
     rows = find_spans(pa.array(["key=abc123 and nokey"]), kinds).to_pylist()
     assert [(r["start"], r["end"], r["placeholder"]) for r in rows] == [(4, 10, "<secret>")]
 

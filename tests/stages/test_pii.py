@@ -192,3 +192,13 @@ def test_new_placeholders_recompute_the_steps_after_it(tmp_path):
     assert kept == sorted(t.replace("<EMAIL>", "<MAIL>") for t in EDITED.values())
     edits = duckdb.sql(f"SELECT DISTINCT placeholder FROM read_parquet('{tmp_path}/run/edits/pii/*/*.parquet') ORDER BY 1").fetchall()
     assert edits == [("<IP6>",), ("<IP>",), ("<MAIL>",)]
+
+
+def test_switching_the_step_off_removes_its_edits_and_restores_the_text(tmp_path):
+    f = _pipeline(tmp_path, "p", {"web": WEB, "forum": FORUM}, True)
+    assert run_cli(f, "--output", tmp_path / "run", "--inline", "-q") == 0
+    assert list((tmp_path / "run" / "edits" / "pii").rglob("*.parquet"))
+    assert run_cli(f, "--output", tmp_path / "run", "--inline", "-q", "--set", "stages.pii.enabled=false") == 0
+    assert not (tmp_path / "run" / "edits" / "pii").exists()
+    kept = [t for (t,) in duckdb.sql(f"SELECT text FROM read_parquet('{tmp_path}/run/kept/*/*.parquet') ORDER BY text").fetchall()]
+    assert kept == sorted(d["text"] for d in WEB + FORUM if d["id"] != "w3")
