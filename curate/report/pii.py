@@ -5,11 +5,12 @@ from __future__ import annotations
 
 from html import escape
 
+from curate.io import fs
 from curate.pii.summary import EditsRecord, edit_counts
 from curate.report import page
 from curate.report.context import RunView, files_sql
 
-EXAMPLES = 8
+PER_SOURCE = 3   # recorded edits shown per source
 
 
 def pii_steps(run: RunView) -> list[dict]:
@@ -18,10 +19,13 @@ def pii_steps(run: RunView) -> list[dict]:
         record = run.dir.find_record(stage, EditsRecord)
         if stage not in run.stage_order or record is None:
             continue
-        files = run.glob("edits", stage, "*", "*.parquet")
-        examples = run.sql(f"""SELECT source, id, kind, "start", "end", placeholder, original_sha256 FROM read_parquet({files_sql(files)})
-                               ORDER BY source, id, "start" LIMIT {EXAMPLES}""") if files else []
-        out.append({"stage": stage, "kinds": record.kinds, "counts": edit_counts(run.dir.markers(stage)), "examples": examples})
+        files = fs.glob(run.dir.path("edits", stage, "*", "*.parquet"))
+        examples = run.sql(f"""SELECT source, id, kind, "start", "end", placeholder, original_sha256 FROM (
+                                   SELECT *, row_number() OVER (PARTITION BY source ORDER BY id, "start") AS n
+                                   FROM read_parquet({files_sql(files)})) WHERE n <= {PER_SOURCE} ORDER BY source, id, "start" """) if files else []
+        counts = edit_counts(run.dir.markers(stage))
+        out.append({"stage": stage, "kinds": record.kinds, "counts": {s: counts[s] for s in run.sources if s in counts},
+                    "examples": examples})
     return out
 
 
@@ -44,7 +48,7 @@ def section(data: list[dict], colors: dict) -> str:
                               [[*r[:6], r[6][:16] + "…"] for r in d["examples"]], {3, 4}) if d["examples"] else \
             '<p class="muted">No span was replaced: no document had an address these kinds match (exceptions aside).</p>'
         body.append(f"<h3>Step <code>{escape(d['stage'])}</code> ({escape(', '.join(d['kinds']))})</h3>" + cards + table
-                    + f"<h3>First recorded edits</h3>{examples}"
+                    + f"<h3>Recorded edits (the first of each source)</h3>{examples}"
                     + f'<p class="muted">Offsets are code points into the text the step saw; every edit is in '
                       f'<code>edits/{escape(d["stage"])}/</code> and the <code>edits</code> view of <code>curate query</code>.</p>')
     return page.section("pii", "PII", "E-mail and IP addresses replaced by placeholders (no document is removed; later steps "

@@ -123,7 +123,9 @@ def test_later_steps_see_the_edited_text_and_the_run_shows_the_edits(tmp_path, c
     row = [r for r in summary if r["stage"] == "pii" and r["source"] == "forum"][0]
     assert row["in"] == row["kept"] == 12 and row["edits"] == {"documents": 4, "spans": {"email": 4, "ipv4": 4}}
     html = (tmp_path / "a" / "report.html").read_text()
-    assert 'id="pii"' in html and "documents edited" in html and "jane.doe" not in html
+    section = html[html.index('<section id="pii">'):]
+    section = section[:section.index("</section>")]
+    assert "documents edited" in section and "original sha256" in section and "&lt;EMAIL&gt;" in section and "jane.doe" not in html
     assert "bob@company.io" not in html and "This one is filtered out: &lt;EMAIL&gt;" in html, "removed examples show the edited text"
 
 
