@@ -48,6 +48,8 @@ class PiiStage(ShardStage):
 
     @classmethod
     def validate_options(cls, options, sources, file, key):
+        if not options["kinds"] and not options["patterns"]:
+            raise ConfigError(file, f"{key}.kinds", "nothing to look for: name at least one kind, or give your own patterns")
         for name, regex in options["patterns"].items():
             if name in KINDS or not re.fullmatch(r"[a-z][a-z0-9_]*", name):
                 raise ConfigError(file, f"{key}.patterns.{name}", "name your pattern in lower case (letters, digits, _), "

@@ -56,6 +56,7 @@ def test_keep_original_stores_it(run_stage):
 
 @pytest.mark.parametrize("options, message", [
     ({"kinds": ["email", "mac"]}, "stages.pii.kinds"),
+    ({"kinds": []}, "nothing to look for"),
     ({"patterns": {"email": "x"}}, "other than the built-in kinds"),
     ({"patterns": {"any": "a*"}}, "matches the empty string"),
     ({"patterns": {"bad": "(unclosed"}}, "not a regular expression"),
@@ -149,7 +150,7 @@ def test_a_pii_step_after_tokenize_is_refused(tmp_path, capsys):
 
 
 def test_kill_9_mid_pii_resumes_to_identical_outputs(tmp_path):
-    docs = {s: [{"id": f"d{i}", "text": f"doc {i} mail u{i}@site{i % 7}.org ip 8.8.{i % 250}.8", "lang": "en"} for i in range(200)]
+    docs = {s: [{"id": f"d{i}", "text": f"doc {i} mail u{i}@site{i % 7}.org ip 8.8.{i % 250}.8", "lang": "en"} for i in range(60)]
             for s in ("web", "forum")}
     f = _pipeline(tmp_path, "kill", docs, True)
     run = tmp_path / "run"
