@@ -3,19 +3,7 @@ per source, from the step's task markers (exact, also for a resumed run)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-
-from curate.rundir.records import Record
-
 EDITED, SPANS = "edited", "spans:"   # marker counts: documents edited, spans by kind (`spans:email`, ...)
-
-
-@dataclass(frozen=True)
-class EditsRecord(Record):
-    """A text-editing step's record: the kinds it looked for and where its edits are (RUN/edits/<step>/)."""
-
-    kinds: list = field(default_factory=list)
-    edits: str = ""
 
 
 def edit_counts(markers: list[dict]) -> dict[str, dict]:
@@ -33,13 +21,11 @@ def edit_counts(markers: list[dict]) -> dict[str, dict]:
     return out
 
 
-def edit_flags(run, rows: list[dict]) -> None:
-    """Add `edits` ({documents, spans by kind}) to the summary rows of every text-editing step."""
-    counts = {}
+def edit_flags(rows: list[dict], markers: dict[str, list[dict]]) -> None:
+    """Add `edits` ({documents, spans by kind}) to the summary rows of the text-editing steps (`markers`: theirs, by step)."""
+    counts = {step: edit_counts(m) for step, m in markers.items()}
     for row in rows:
-        if row["stage"] not in counts:
-            counts[row["stage"]] = edit_counts(run.markers(row["stage"])) if run.find_record(row["stage"], EditsRecord) else None
-        if counts[row["stage"]] and row["source"] in counts[row["stage"]]:
+        if row["source"] in counts.get(row["stage"], {}):
             c = counts[row["stage"]][row["source"]]
             row["edits"] = {"documents": c["documents"], "spans": c["spans"]}
 

@@ -6,9 +6,10 @@ from __future__ import annotations
 from html import escape
 
 from curate.io import fs
-from curate.pii.summary import EditsRecord, edit_counts
+from curate.pii.summary import edit_counts
 from curate.report import page
 from curate.report.context import RunView, files_sql
+from curate.rundir import EditsRecord
 
 PER_SOURCE = 3   # recorded edits shown per source
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from collections import defaultdict
 
-from curate.pii.summary import EditsRecord, edit_flags, edit_lines
-from curate.rundir import ClassifyRecord, DedupRecord, DualUseRecord, RunDir
+from curate.pii.summary import edit_flags, edit_lines
+from curate.rundir import ClassifyRecord, DedupRecord, DualUseRecord, EditsRecord, RunDir
 
 
 def render(rows: list[dict], width: int = 100) -> str:
@@ -104,7 +104,8 @@ def dedup_flags(run: RunDir, rows: list[dict]) -> list[dict]:
         if record is not None and row["source"] in record.sources:
             v = record.sources[row["source"]]
             row["dedup"] = {"removed_share": v["share"], "largest_clusters": v["largest_clusters"], "alarm": v["alarm"]}
-    edit_flags(run, rows)   # a pii step's rows get `edits`: documents edited, spans by kind
+    editors = [s for s in dict.fromkeys(r["stage"] for r in rows) if run.find_record(s, EditsRecord) is not None]
+    edit_flags(rows, {s: run.markers(s) for s in editors})   # a pii step's rows get `edits`: documents edited, spans by kind
     return rows
 
 

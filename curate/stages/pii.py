@@ -21,7 +21,8 @@ from curate.io.parquet import ParquetSink
 from curate.pii.edits import EDITS, WITH_ORIGINAL
 from curate.pii.find import find_spans
 from curate.pii.patterns import KINDS, build_kinds
-from curate.pii.summary import EDITED, SPANS, EditsRecord
+from curate.pii.summary import EDITED, SPANS
+from curate.rundir import EditsRecord
 from curate.rundir.tables import SourceSink
 from curate.stages.registry import stage
 from curate.stages.shard import Output, ShardRef, ShardStage
