@@ -5,7 +5,8 @@ Exceptions (never edited): IP addresses that are not global (private, loopback, 
 other reserved ranges, by `ipaddress`) unless `public_ips_only: false`; e-mail addresses at example domains
 (`example.com/.net/.org`, the `.example .test .invalid .localhost` TLDs, RFC 2606) or at a domain the user keeps;
 image names with a scale suffix (`logo@2x.png`); dotted quads right after a version marker (`version 1.2.3.4`,
-`==1.2.3.4`, `Chrome/1.2.3.4`) or inside a longer dotted number (`1.2.3.4.5`); compressed IPv6 spellings with no
+`<version>1.2.3.4`, `==1.2.3.4`, `Chrome/1.2.3.4`, `pkg-1.2.3.4`), before an archive suffix (`1.2.3.4.tar.gz`) or
+inside a longer dotted number (`1.2.3.4.5`); compressed IPv6 spellings with no
 digit (`dead::beef`, code more often than an address); and the placeholders themselves, so a second pass is a
 no-op. Strings without a domain (`user@localhost`, `foo@bar`), decorators (`@property`) and handles (`@user`)
 never match the e-mail pattern at all.
@@ -47,7 +48,8 @@ PATTERNS = {"email": EMAIL, "ipv4": IPV4, "ipv6": IPV6, "phone": PHONE}
 ANCHORS = {"email": (re.compile("@"), 65, None), "ipv4": (re.compile(r"\d(?<![\w.]\d)\d{0,2}\.\d{1,3}\.\d{1,3}\.\d"), 0, 24)}
 EXAMPLE_DOMAINS = ("example.com", "example.net", "example.org", "example", "test", "invalid", "localhost")
 SCALED_IMAGE = re.compile(r"\d+(?:\.\d+)?x\.(?:png|jpe?g|gif|svg|webp|avif)$", re.I)
-VERSION_BEFORE = re.compile(r"(?:(?:version|ver\.|release|build|revision|firmware)_*[\s:=\"']*|(?:[=<>~^!]=|[<>^~])\s*|[A-Za-z]/)$", re.I)
+VERSION_BEFORE = re.compile(r"(?:(?:version|ver\.|release|build|revision|firmware)_*[\s:=\"'>]*|(?:[=<>~^!]=|[\^~])\s*|[A-Za-z][/-])$", re.I)
+VERSION_AFTER = re.compile(r"\.(?:tar|t?gz|zip|jar|whl|exe|dmg|deb|rpm|msi|apk|bz2|xz|7z)\b", re.I)   # pkg-1.2.3.4.tar.gz
 
 # datatrove's PIIFormatter (FineWeb-2): e-mails at domains kept for examples, IPs that answered no ping when listed
 DEFAULT_PLACEHOLDERS = {
@@ -87,7 +89,8 @@ def ipv4(public_only: bool) -> Callable[[str, re.Match], bool]:
     is_public = public_ip(public_only)
 
     def accept(text: str, m: re.Match) -> bool:
-        return is_public(text, m) and not VERSION_BEFORE.search(text, max(0, m.start() - 24), m.start())
+        return is_public(text, m) and not VERSION_BEFORE.search(text, max(0, m.start() - 24), m.start()) \
+            and not VERSION_AFTER.match(text, m.end())
     return accept
 
 

@@ -36,6 +36,9 @@ CORPUS = [
     ("dates and numbers stay: 24.11.2026, 12.05.2019, 3.14159, 256.1.1.1, 01.2.3.4, 1.2.3", "dates and numbers stay: "
      "24.11.2026, 12.05.2019, 3.14159, 256.1.1.1, 01.2.3.4, 1.2.3"),
     ("but a bare quad in prose is an address: host 1.2.3.4 answered", f"but a bare quad in prose is an address: host {I4} answered"),
+    ("<version>5.6.7.8</version> pkg-1.2.3.4.tar.gz app-2.3.4.5 setup-9.1.1.1.exe ~=3.4.5.6",
+     "<version>5.6.7.8</version> pkg-1.2.3.4.tar.gz app-2.3.4.5 setup-9.1.1.1.exe ~=3.4.5.6"),
+    ("<td>8.8.8.8</td> <b>1.1.1.1</b> >9.9.9.9 and 8.8.4.4.", f"<td>{I4}</td> <b>{I4}</b> >{I4} and {I4}."),
     ("v6: 2a00:1450:4007:80e::200e, [2606:4700:4700::1111]:443 and 2001:4860:4860:0:0:0:0:8888.",
      f"v6: {I6}, [{I6}]:443 and {I6}."),
     ("V6 UPPER 2A03:2880:F12F:83:FACE:B00C:0:25DE and mapped ::ffff:8.8.4.4", f"V6 UPPER {I6} and mapped {I6}"),
