@@ -2,7 +2,7 @@
 (pyarrow runs it over a whole batch, so the precise pattern only sees candidate documents), and the exceptions.
 
 Exceptions (never edited): IP addresses that are not global (private, loopback, link-local, documentation and
-other reserved ranges, by `ipaddress`) unless `public_ips_only: false`; e-mail addresses at example domains
+other reserved ranges, by `ipaddress`) or are multicast groups, unless `public_ips_only: false`; e-mail addresses at example domains
 (`example.com/.net/.org`, the `.example .test .invalid .localhost` TLDs, RFC 2606) or at a domain the user keeps;
 image names with a scale suffix (`logo@2x.png`); dotted quads right after a version marker (`version 1.2.3.4`,
 `<version>1.2.3.4`, `==1.2.3.4`, `Chrome/1.2.3.4`, `pkg-1.2.3.4`), before an archive suffix (`1.2.3.4.tar.gz`) or
@@ -81,7 +81,7 @@ def public_ip(public_only: bool) -> Callable[[str, re.Match], bool]:
             ip = ipaddress.ip_address(m.group(0))
         except ValueError:
             return False
-        return ip.is_global or not public_only
+        return (ip.is_global and not ip.is_multicast) or not public_only   # a multicast group is no one's address
     return accept
 
 

@@ -30,6 +30,7 @@ CORPUS = [
     ("private and reserved stay: 10.0.0.1 192.168.1.20 172.16.5.4 127.0.0.1 169.254.1.1 0.0.0.0 255.255.255.255",
      "private and reserved stay: 10.0.0.1 192.168.1.20 172.16.5.4 127.0.0.1 169.254.1.1 0.0.0.0 255.255.255.255"),
     ("documentation ranges stay: 192.0.2.7 198.51.100.1 203.0.113.9", "documentation ranges stay: 192.0.2.7 198.51.100.1 203.0.113.9"),
+    ("multicast groups stay: 230.0.0.4 239.255.255.250 ff02::1 ff0e::1", "multicast groups stay: 230.0.0.4 239.255.255.250 ff02::1 ff0e::1"),
     ("versions stay: v1.2.3.4, version 1.2.3.4, Version: 4.3.2.1, requests==2.3.4.5, Chrome/91.0.44.12, 1.2.3.4.5, "
      "__version__ = '5.6.7.8'", "versions stay: v1.2.3.4, version 1.2.3.4, Version: 4.3.2.1, requests==2.3.4.5, "
      "Chrome/91.0.44.12, 1.2.3.4.5, __version__ = '5.6.7.8'"),
