@@ -36,8 +36,10 @@ def matches(kind: Kind, text: str):
         p = hit.start()
         if p < at:
             continue
-        hi = _NON_SPACE.match(text, p).end() if kind.after is None else min(len(text), p + kind.after)
-        m = kind.pattern.search(text, max(at, p - kind.before), hi)
+        lo, hi = max(at, p - kind.before), _NON_SPACE.match(text, p).end() if kind.after is None else min(len(text), p + kind.after)
+        m = kind.pattern.search(text, lo, hi)
+        if m is not None and m.end() == hi < len(text) and kind.after is not None:
+            m = kind.pattern.search(text, lo)   # the fixed window cut it: look at the rest of the text
         if m is not None and m.start() <= p < m.end():
             yield m
             at = m.end()
@@ -56,7 +58,7 @@ def candidates(texts: pa.Array, kinds: list[Kind]) -> tuple[np.ndarray, list[np.
     subset = texts.take(pa.array(rows, pa.int64()))
     if len(kinds) == 1 and kinds[0].prefilter is not None:
         return rows, [np.ones(len(rows), bool)]
-    return rows, [np.ones(len(rows), bool) if k.prefilter is None else _matches(subset, k.prefilter) for k in kinds]
+    return rows, [np.ones(len(rows), bool) if k.prefilter is None or not k.own_pass else _matches(subset, k.prefilter) for k in kinds]
 
 
 def _matches(texts: pa.Array, regex: str) -> np.ndarray:

@@ -44,8 +44,11 @@ PREFILTER = {   # RE2 (pyarrow.compute.match_substring_regex): true for every do
 }
 PATTERNS = {"email": EMAIL, "ipv4": IPV4, "ipv6": IPV6, "phone": PHONE}
 # where a match can be (Python `re` is fast on these, slow on the patterns above): each `@`, from up to 65 characters
-# before it (a local part is at most 64, RFC 5321) to the next whitespace; each dotted quad that starts a number
-ANCHORS = {"email": (re.compile("@"), 65, None), "ipv4": (re.compile(r"\d(?<![\w.]\d)\d{0,2}\.\d{1,3}\.\d{1,3}\.\d"), 0, 24)}
+# before it (a local part is at most 64, RFC 5321) to the next whitespace; each `.d.d.d`, from up to 3 characters
+# before it (the first number); each `:`, from up to 4 characters before it (the first group) over 48 (an IPv6 is
+# at most 45 characters long). Finding `@` in Python is cheaper than a second RE2 pass, so e-mail skips its own.
+ANCHORS = {"email": (re.compile("@"), 65, None, False), "ipv4": (re.compile(r"\.\d{1,3}\.\d{1,3}\.\d"), 3, 20),
+           "ipv6": (re.compile(":"), 4, 48)}
 EXAMPLE_DOMAINS = ("example.com", "example.net", "example.org", "example", "test", "invalid", "localhost")
 SCALED_IMAGE = re.compile(r"\d+(?:\.\d+)?x\.(?:png|jpe?g|gif|svg|webp|avif)$", re.I)
 VERSION_BEFORE = re.compile(r"(?:(?:version|ver\.|release|build|revision|firmware)_*[\s:=\"'>]*|(?:[=<>~^!]=|[\^~])\s*|[A-Za-z][/-])$", re.I)
@@ -73,6 +76,7 @@ class Kind:
     anchor: re.Pattern | None = None    # matches are looked for only around this pattern's hits (see ANCHORS)
     before: int = 0                     # how far before its anchor a match may start
     after: int | None = None            # how far after the anchor's start it may end (None: to the next whitespace)
+    own_pass: bool = True               # after the batch's RE2 pass for all kinds, one of its own on the candidates
 
 
 def public_ip(public_only: bool) -> Callable[[str, re.Match], bool]:
