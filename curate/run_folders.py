@@ -4,4 +4,4 @@ the chain check refuses a step named after one (config/chain.py), since a step's
 TABLES = ("docs", "kept", "quarantine")   # one row per document, keyed by id
 SOURCED = ("kept", "quarantine")          # every file carries `source` (rundir/tables.py)
 BY_STEP = ("quarantine",)                 # RUN/<table>/<step>/<source>/: each step that writes it has its own part
-RESERVED = (*TABLES, "ledger", "tokens", "_work", "_state")   # run folders no step may be named after
+RESERVED = (*TABLES, "ledger", "edits", "tokens", "_work", "_state")   # run folders no step may be named after

@@ -153,7 +153,7 @@ def run_stage(tmp_path):
             obj.execute(tasks, runner.for_stage(cfg.name, {}))
             counts = run.markers(cfg.name)
             assert_accounting(run, cfg.name, counts)
-            if cls.REMOVES:
+            if cls.REMOVES or cls.EDITS:
                 removing.append(cfg.name)
             last = StageRun(run, obj, counts)
         runner.close()

@@ -86,9 +86,10 @@ def check_removals_before_tokens(steps: list, registry: Mapping[str, type], file
     tokenized_by = None
     for step in steps:
         cls = registry[step.kind]
-        if cls.REMOVES and tokenized_by is not None and step.name != until:
-            raise ConfigError(file, f"stages.{step.name}", f"removes documents after step '{tokenized_by}' tokenized them, "
-                                                           f"so they would still be packed; put it before '{tokenized_by}'")
+        if (cls.REMOVES or cls.EDITS) and tokenized_by is not None and step.name != until:
+            what = "removes documents after step '{0}' tokenized them, so they would still be packed" if cls.REMOVES else \
+                "edits text after step '{0}' tokenized it, so the tokens would keep the original"
+            raise ConfigError(file, f"stages.{step.name}", what.format(tokenized_by) + f"; put it before '{tokenized_by}'")
         if step.name == until:
             return
         if "tokens" in cls.PRODUCES:

@@ -8,7 +8,8 @@ from html import escape
 
 from curate.errors import CurateError
 from curate.io import fs
-from curate.report import classify, decontam, dedup, dualuse, examples, funnel, languages, mixture, page, removals, sections, signals, timing
+from curate.report import (classify, decontam, dedup, dualuse, examples, funnel, languages, mixture, page, pii, removals, sections,
+                           signals, timing)
 from curate.report.context import RunView, open_run
 from curate.report.palette import source_colors
 
@@ -27,6 +28,7 @@ def gather(run: RunView) -> dict:
         "classify": classify.classifiers(run),
         "dual_use": dualuse.dual_uses(run),
         "decontaminate": decontam.gather(run),
+        "pii": pii.pii_steps(run),
         "plan": mixture.plan(run),
         "packing": mixture.packing(run),
         "timing": timing.timing(run),
@@ -55,6 +57,7 @@ def render(run: RunView, data: dict) -> str:
         ("classify", "Classifiers", sections.classifiers(data["classify"], pending("classify"))),
         ("dual-use", "Dual-use", sections.dual_use(data["dual_use"], colors, pending("dual_use"))),
         ("decontamination", "Decontamination", decontam.section(data["decontaminate"], colors)),
+        ("pii", "PII", pii.section(data["pii"], colors)),
         ("mixture", "Mixture & packing", sections.mixture(data["plan"], data["packing"], colors)),
         ("performance", "Performance", sections.performance(data["timing"])),
     ]

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from html import escape
 
+from curate.pii.edits import apply_spans, read_spans
 from curate.report import page
 from curate.report.context import RunView, files_sql
 from curate.report.sampling import shard_name, spread
@@ -29,8 +30,11 @@ def _texts(run: RunView, wanted: dict[tuple[str, str], set[str]]) -> dict[tuple[
         path = run.dir.docs(source, shard)
         if not run.exists("docs", source, f"{shard}.parquet"):
             continue
-        for i, text in run.sql(f"SELECT id, text FROM read_parquet({files_sql([path])}) WHERE id IN (SELECT unnest(?))", [sorted(ids)]):
-            out[(source, i)] = text
+        rows = dict(run.sql(f"SELECT id, text FROM read_parquet({files_sql([path])}) WHERE id IN (SELECT unnest(?))", [sorted(ids)]))
+        for step in run.stages_of("pii"):   # the text as later steps saw it: a pii step's spans, never the originals
+            spans = read_spans(run.dir, step, source, shard)
+            rows = {i: apply_spans(text, spans[i]) if i in spans else text for i, text in rows.items()}
+        out.update({(source, i): text for i, text in rows.items()})
     return out
 
 

@@ -7,7 +7,9 @@ a later step reads them. Nothing here knows a stage class.
 from curate.rundir.accounting import aggregate
 from curate.rundir.layout import RunDir
 from curate.rundir.ledger import LEDGER_SCHEMA, ledger_table, write_ledger
-from curate.rundir.records import ClassifyRecord, DedupRecord, DualUseRecord, IngestRecord, MinhashRecord, MixRecord, PackRecord, TokenizerRecord
+from curate.rundir.records import (ClassifyRecord, DedupRecord, DualUseRecord, EditsRecord, IngestRecord, MinhashRecord, MixRecord, PackRecord,
+                                   TokenizerRecord)
 
 __all__ = ["RunDir", "LEDGER_SCHEMA", "ledger_table", "write_ledger", "aggregate",
-           "ClassifyRecord", "DedupRecord", "DualUseRecord", "IngestRecord", "MinhashRecord", "MixRecord", "PackRecord", "TokenizerRecord"]
+           "ClassifyRecord", "DedupRecord", "DualUseRecord", "EditsRecord", "IngestRecord", "MinhashRecord", "MixRecord", "PackRecord",
+           "TokenizerRecord"]

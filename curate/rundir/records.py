@@ -90,3 +90,11 @@ class DualUseRecord(Record):
     """What a dual_use step's blocklist and classifier cost, and which model it ran."""
 
     costs: dict
+
+
+@dataclass(frozen=True)
+class EditsRecord(Record):
+    """A text-editing step's record (pii): the kinds it looked for and where its edits are (RUN/edits/<step>/)."""
+
+    kinds: list = field(default_factory=list)
+    edits: str = ""

@@ -3,7 +3,7 @@
 Views: the run's tables (`docs`, `kept`, `quarantine`: one row per document, with `source`; `quarantine` also
 with the `step` that set the document aside), every id-keyed
 table a step listed in its record (`RUN/_state/<step>/record.json`), under the step's name and in a view per
-kind of table over all steps of that kind (`signals`, `scores`, `dual_use`), then `ledger`, `clusters` and
+kind of table over all steps of that kind (`signals`, `scores`, `dual_use`, `edits` of the pii steps), then `ledger`, `clusters` and
 `tokens`, as they appear. No table name is written here: a new stage that lists its table is seen as it is.
 A source's own `source` column, if it has one (Zyda does), is shown as `source_column`. In `clusters`,
 `kept_by_dedup` says whether the dedup step kept the document (a later step may still remove it) and `in_kept`

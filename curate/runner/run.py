@@ -47,7 +47,7 @@ def build_stages(pipeline: Pipeline, run: RunDir, until: str | None):
     for cfg in pipeline.stages:
         cls = STAGES[cfg.kind]
         stages.append(cls(cfg.name, cfg.options, pipeline, run, list(removing), dict(cfg.upstream)))
-        if cls.REMOVES:
+        if cls.REMOVES or cls.EDITS:   # later steps read what it left: fewer documents, or edited text
             removing.append(cfg.name)
         if cfg.name == until:
             return stages

@@ -1,7 +1,7 @@
 """Outputs of steps and sources the pipeline no longer has: removed, with a line saying so.
 
 A step removed from the pipeline or switched off (`enabled: false`), or a run folder reused by a
-pipeline with fewer steps or sources, must not leave `scores/`, `quarantine/`, `dedup/clusters`,
+pipeline with fewer steps or sources, must not leave `scores/`, `quarantine/`, `edits/<step>`, `dedup/clusters`,
 `tokens/<old source>.*` or a manifest behind for `curate query` to show as live. A source that left the
 pipeline is removed from every stage's outputs by the stages themselves (its fingerprint is gone, see
 `resume.settle`); what no step of the pipeline writes any more is removed here, before the run starts.
@@ -23,7 +23,7 @@ def remove_stale(run: RunDir, pipeline, registry) -> None:
     steps = {s.name for s in pipeline.stages} | {"kept"}
     kinds = {s.kind for s in pipeline.stages}
     gone: set[str] = set()
-    for kind in ("_state", "ledger", "_work"):
+    for kind in ("_state", "ledger", "_work", "edits"):
         for path in fs.glob(run.path(kind, "*")):
             name = _name(path)
             if name not in steps:

@@ -5,8 +5,9 @@ from __future__ import annotations
 
 from collections import defaultdict
 
-from curate.rundir import ClassifyRecord, DedupRecord, DualUseRecord, RunDir
 from curate.decontam.record import DecontaminateRecord
+from curate.pii.summary import edit_flags, edit_lines
+from curate.rundir import ClassifyRecord, DedupRecord, DualUseRecord, EditsRecord, RunDir
 
 
 def render(rows: list[dict], width: int = 100) -> str:
@@ -87,6 +88,8 @@ def model_notes(run: RunDir, steps: list[str], rows: list[dict], order: list[str
             lines += dedup_lines(step, record)
         if (record := run.find_record(step, DecontaminateRecord)) is not None:
             lines += record.lines(step, run.markers(step))
+        if run.find_record(step, EditsRecord) is not None:
+            lines += edit_lines(step, run.markers(step), order)
     return lines
 
 
@@ -104,6 +107,8 @@ def dedup_flags(run: RunDir, rows: list[dict]) -> list[dict]:
         if record is not None and row["source"] in record.sources:
             v = record.sources[row["source"]]
             row["dedup"] = {"removed_share": v["share"], "largest_clusters": v["largest_clusters"], "alarm": v["alarm"]}
+    editors = [s for s in dict.fromkeys(r["stage"] for r in rows) if run.find_record(s, EditsRecord) is not None]
+    edit_flags(rows, {s: run.markers(s) for s in editors})   # a pii step's rows get `edits`: documents edited, spans by kind
     return rows
 
 

@@ -15,6 +15,7 @@ from curate.stages import (  # noqa: F401  (imported for their registration)
     minhash,
     mix,
     pack,
+    pii,
     signals,
     tokenize,
 )

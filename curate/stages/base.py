@@ -19,11 +19,12 @@ class Stage(ABC):
       filter joins them all, see VIEW).
     - PRODUCES: what it provides to later steps (files in the run directory and a record, see rundir).
     - REMOVES: it writes ledger rows for documents; later steps no longer see them.
+    - EDITS: it records spans of text it replaces (`RUN/edits/<step>/`); later steps see the edited text.
     - FINAL: it describes the finished run (after the kept documents are written), so it comes last.
     - GLOBAL, VERSION, TABLES, PIPELINE_READS, SOURCE_OPTIONS: what its fingerprint and resume need (see
       `fingerprint_parts`).
 
-    `previous` names the earlier steps that remove documents; `upstream` maps each need (and each use
+    `previous` names the earlier steps that remove documents or edit their text; `upstream` maps each need (and each use
     that is present) to the step providing it.
     """
 
@@ -33,6 +34,7 @@ class Stage(ABC):
     USES: tuple[str, ...] = ()
     PRODUCES: tuple[str, ...] = ()
     REMOVES = False
+    EDITS = False
     FINAL = False
     KERNELS: tuple[str, ...] = ()   # numba kernels its accounting tasks call (runner/kernels.py)
     GLOBAL = False                         # each source's results depend on every source (dedup, mix, manifest)

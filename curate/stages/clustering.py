@@ -20,6 +20,7 @@ from curate.dedup.shingles import Shingling
 from curate.errors import CurateError
 from curate.io import fs
 from curate.io.parquet import ParquetSink
+from curate.pii.edits import apply_edits, read_spans
 from curate.dedup.layout import shard_numbers, shard_tag
 from curate.rundir import IngestRecord, RunDir
 from curate.stages.phase import Phase, PhaseRunner, Task
@@ -41,6 +42,7 @@ class ShardJob:
     source: str
     shard: str
     tag: str
+    editors: tuple[str, ...] = ()   # text-editing steps before the stage (pii): its text is theirs, edited
 
 
 @dataclass(frozen=True)
@@ -58,9 +60,12 @@ class Clustering:
 
 def _column(run: RunDir, name: str, fn, job: ShardJob) -> dict:
     """Call `fn(job.tag, <the docs shard's column>)`, the form the shard-level graph functions take."""
+    edits = [read_spans(run, step, job.source, job.shard) for step in job.editors] if name == "text" else []
     with fs.open_input(run.docs(job.source, job.shard)) as handle:
-        column = pq.read_table(handle, columns=[name]).column(name).combine_chunks()
-    return fn(job.tag, column)
+        table = pq.read_table(handle, columns=[name, "id"] if any(edits) else [name])
+    for spans in edits:
+        table = apply_edits(table, spans)
+    return fn(job.tag, table.column(name).combine_chunks())
 
 
 def cluster(c: Clustering, run: RunDir, jobs: list[ShardJob], run_phase: PhaseRunner) -> None:
@@ -166,7 +171,7 @@ class ClusterStage(ShardStage):
 
     def jobs(self, tasks: list[Task]) -> list[ShardJob]:
         numbers = self.shard_numbers()
-        return [ShardJob(t.source, t.shard, shard_tag(*numbers[(t.source, t.shard)])) for t in tasks]
+        return [ShardJob(t.source, t.shard, shard_tag(*numbers[(t.source, t.shard)]), tuple(self.editors)) for t in tasks]
 
     def setup(self) -> None:
         self.numbers = self.shard_numbers()

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from contextlib import nullcontext
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import ContextManager, Iterator
 
 import numpy as np
@@ -18,10 +19,12 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from curate.io import fs
+from curate.pii.edits import apply_edits, read_spans
 from curate.rundir import IngestRecord, ledger_table, write_ledger
 from curate.rundir.layout import ACCOUNTING
 from curate.stages.base import Stage
 from curate.stages.phase import Phase, PhaseRunner, Task
+from curate.stages.registry import STAGES
 from curate.stages.resources import Resources
 
 
@@ -131,18 +134,29 @@ class ShardStage(Stage):
         """The shard's documents that are still alive, in batches of `batch_rows` (default
         `execution.batch_rows`); `columns` defaults to the stage's `columns()`."""
         removed = removed_ids(self.run, self.previous, shard)
+        columns = columns or self.columns()
+        edits = [read_spans(self.run, step, shard.source, shard.shard) for step in self.editors] if columns is None or "text" in columns else []
+        edits = [spans for spans in edits if spans]
+        read = columns + ["id"] if edits and columns is not None and "id" not in columns else columns
         with fs.open_input(self.run.docs(shard.source, shard.shard)) as handle:
             pf = pq.ParquetFile(handle, pre_buffer=False, buffer_size=1 << 20)
             offset = 0
-            for batch in pf.iter_batches(batch_size=batch_rows or self.pipeline.execution["batch_rows"], columns=columns or self.columns(),
-                                         use_threads=False):
+            for batch in pf.iter_batches(batch_size=batch_rows or self.pipeline.execution["batch_rows"], columns=read, use_threads=False):
                 table = pa.Table.from_batches([batch])
                 if self.ROW_NUMBERS:
                     table = table.append_column("_row", pa.array(np.arange(offset, offset + len(table), dtype=np.int64)))
                 offset += len(table)
                 if len(removed):
                     table = table.filter(pc.invert(pc.is_in(table.column("id"), value_set=removed)))
-                yield table
+                for spans in edits:   # in step order: each step's offsets are into the text the step before it left
+                    table = apply_edits(table, spans)
+                yield table.select(columns + (["_row"] if self.ROW_NUMBERS else [])) if read is not columns else table
+
+    @cached_property
+    def editors(self) -> list[str]:
+        """The earlier steps that edit text (`Stage.EDITS`, e.g. pii), whose edits this step's documents carry."""
+        kinds = {s.name: s.kind for s in self.pipeline.stages}
+        return [step for step in self.previous if getattr(STAGES.get(kinds.get(step, "")), "EDITS", False)]
 
 
 def _ledger_rows(source: str, stage: str, removed: list[pa.Table]) -> pa.Table:
