@@ -59,14 +59,15 @@ class RayExecutor:
         self.ray, self.watcher, self.head_lost = ray, None, False
         address = address or os.environ.get("RAY_ADDRESS") or None
         forward = cluster.runtime_env(list(placement.env))
-        self.owns = not ray.is_initialized()
+        self.owns, self.session = not ray.is_initialized(), None  # session: the embedded cluster's, when curate started one
         if self.owns:
             kwargs = {"include_dashboard": False, "logging_level": logging.WARNING, "log_to_driver": True}
             if address:
                 cluster.join(address, forward, **kwargs)
                 self.watcher = Watcher(None, _gcs_address(ray), placement.run)
             else:  # "local": our own embedded cluster, even when another one runs on this machine
-                self.watcher = Watcher(embedded.start(workers or os.cpu_count(), **kwargs), None, placement.run)
+                self.session = embedded.start(workers or os.cpu_count(), **kwargs)
+                self.watcher = Watcher(self.session, None, placement.run)
             terminate.install()  # ray.init put its own SIGTERM handler in place of curate's
         alive = cluster.alive_nodes()
         self.nodes, self.node_ids, self.nodes_checked = len(alive), {n["NodeID"][:8] for n in alive}, time.monotonic()
@@ -260,7 +261,7 @@ class RayExecutor:
             if self.ray.is_initialized():
                 self._check_nodes(None)
             if self.owns and not self.head_lost and self.ray.is_initialized():  # a lost head: nothing to shut down politely
-                self.ray.shutdown()
+                embedded.stop(self.session) if self.session else self.ray.shutdown()
         finally:
             if self.watcher is not None:
                 self.watcher.close(wait=not self.head_lost)
