@@ -222,7 +222,7 @@ def parser() -> argparse.ArgumentParser:
              "Run a pipeline into a run directory, or resume it: finished tasks are skipped, changed stages recomputed.\n"
              "Everything printed is also kept in RUN/logs/run-<time>.log.",
              "examples:\n  curate run zyda2                                    # the packaged recipe on its sample corpus\n"
-             "  curate run pipelines/zyda2.yaml --output runs/z --inline   # small jobs: no Ray cluster, ~3x faster\n"
+             "  curate run pipelines/zyda2.yaml --output runs/z --inline   # small jobs: no Ray start, faster\n"
              "  curate run zyda2 --set sources.dclm.paths='s3://b/dclm/**/*.jsonl.zst' --until dedup")
     r.add_argument("pipeline", help="pipeline YAML (pipelines/zyda2.yaml), or a packaged recipe's name (zyda2)")
     r.add_argument("--output", "-o", help="run directory (local path or fsspec URI); default: the pipeline's output, else runs/<name>")

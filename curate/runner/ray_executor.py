@@ -18,7 +18,7 @@ from collections.abc import Iterable, Iterator
 from curate import terminate
 from curate.errors import CurateError, StageError
 from curate.runner import cluster, embedded
-from curate.runner.task import PhaseActor, Work, describe, setup_and_call
+from curate.runner.task import PhaseActor, Work, describe, kept_and_call, setup_and_call
 from curate.runner.watcher import Watcher
 from curate.stages.phase import Task
 from curate.stages.resources import Resources
@@ -59,14 +59,15 @@ class RayExecutor:
         self.ray, self.watcher, self.head_lost = ray, None, False
         address = address or os.environ.get("RAY_ADDRESS") or None
         forward = cluster.runtime_env(list(placement.env))
-        self.owns = not ray.is_initialized()
+        self.owns, self.session = not ray.is_initialized(), None  # session: the embedded cluster's, when curate started one
         if self.owns:
             kwargs = {"include_dashboard": False, "logging_level": logging.WARNING, "log_to_driver": True}
             if address:
                 cluster.join(address, forward, **kwargs)
                 self.watcher = Watcher(None, _gcs_address(ray), placement.run)
             else:  # "local": our own embedded cluster, even when another one runs on this machine
-                self.watcher = Watcher(embedded.start(workers or os.cpu_count(), **kwargs), None, placement.run)
+                self.session = embedded.start(workers or os.cpu_count(), **kwargs)
+                self.watcher = Watcher(self.session, None, placement.run)
             terminate.install()  # ray.init put its own SIGTERM handler in place of curate's
         alive = cluster.alive_nodes()
         self.nodes, self.node_ids, self.nodes_checked = len(alive), {n["NodeID"][:8] for n in alive}, time.monotonic()
@@ -89,9 +90,9 @@ class RayExecutor:
         options = self._placeable(work, resources.ray_options())
         if options.get("memory") is None and self.task_memory_mb:
             options["memory"] = self.task_memory_mb * 1024 * 1024
-        if resources.actor:
+        if resources.actor and not (self.session and not resources.gpus):
             return self._on_actors(work, list(tasks), options)
-        return self._as_tasks(work, list(tasks), options)
+        return self._as_tasks(work, list(tasks), options, keep=resources.actor)
 
     def _wait(self, refs: list, work: Work, running: list[Task]) -> list:
         """Refs that finished; while none does, check that the cluster's head still answers. Says so when a
@@ -130,17 +131,23 @@ class RayExecutor:
                         "s" if len(ids) != 1 else "")
         self.node_ids = ids
 
-    def _as_tasks(self, work: Work, queue: list[Task], options: dict):
+    def _as_tasks(self, work: Work, queue: list[Task], options: dict, keep: bool = False):
+        """Tasks on Ray's pool of workers. `keep`: a phase that would run on actors (its setup loads what its
+        tasks share), on the embedded cluster without GPUs: each warm worker sets it up once and keeps it for
+        the phase (kept_and_call), where actors would start a new process each (~1 s of imports apiece, and
+        Ray ends the idle task workers meanwhile, to start them again for the next phase)."""
         ray = self.ray
-        remote = ray.remote(setup_and_call).options(max_retries=self.retries, retry_exceptions=False, **options)
+        fn = kept_and_call if keep else setup_and_call
+        remote = ray.remote(fn).options(max_retries=self.retries, retry_exceptions=False, **options)
         work_ref = ray.put(work)
+        extra = (work_ref.hex(),) if keep else ()
         pending: dict = {}
         queue.reverse()
         try:
             while queue or pending:
                 while queue and len(pending) < self.parallelism:
                     task = queue.pop()
-                    pending[remote.remote(work_ref, task)] = task
+                    pending[remote.remote(work_ref, task, *extra)] = task
                 for ref in self._wait(list(pending), work, list(pending.values())):
                     task = pending.pop(ref)
                     yield task, self._get(ref, work, task)
@@ -260,7 +267,7 @@ class RayExecutor:
             if self.ray.is_initialized():
                 self._check_nodes(None)
             if self.owns and not self.head_lost and self.ray.is_initialized():  # a lost head: nothing to shut down politely
-                self.ray.shutdown()
+                embedded.stop(self.session) if self.session else self.ray.shutdown()
         finally:
             if self.watcher is not None:
                 self.watcher.close(wait=not self.head_lost)

@@ -1,0 +1,51 @@
+"""The embedded Ray cluster is lean: no dashboard API server nor autoscaler monitor, workers that stay warm
+from one phase to the next (a phase that would run on actors sets up once per warm worker), and nothing
+of the cluster left once the executor is closed."""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+from functools import partial
+
+import ray.cloudpickle
+
+from curate.rundir import RunDir
+from curate.runner.ray_executor import RayExecutor
+from curate.runner.task import Work
+from curate.runner.watcher import holders
+from curate.stages.phase import Task
+from curate.stages.resources import Resources
+
+ray.cloudpickle.register_pickle_by_value(sys.modules[__name__])  # Ray workers get these functions by value
+
+def setup(folder: str) -> None:
+    """One file per setup, named by the worker that ran it."""
+    with open(os.path.join(folder, f"{os.getpid()}-{time.monotonic_ns()}"), "w"):
+        pass
+
+
+def pid(payload) -> dict:
+    return {"in": 1, "pid": os.getpid()}
+
+
+def test_the_embedded_cluster_is_lean_and_its_workers_stay_warm_across_phases(tmp_path):
+    run, setups = RunDir(str(tmp_path / "run")), tmp_path / "setups"
+    setups.mkdir()
+    tasks = [Task(f"s/{i}", f"shard {i}", i, "s", str(i)) for i in range(6)]
+    executor = RayExecutor(workers=2)
+    try:
+        session = executor.session
+        commands = [open(f"/proc/{p}/cmdline", "rb").read() for p in holders(session)]
+        assert any(b"raylet" in c for c in commands), commands
+        assert not any(b"dashboard/dashboard.py" in c or b"autoscaler/_private/monitor.py" in c for c in commands), commands
+        plain = [r for _, r in executor.map(Work("st", "plain", pid, None, run), tasks, Resources())]
+        kept = [r for _, r in executor.map(Work("st", "model", pid, partial(setup, str(setups)), run), tasks, Resources(actor=True))]
+    finally:
+        executor.close()
+    assert {r["pid"] for r in kept} <= {r["pid"] for r in plain}, "the model phase ran in the warm workers, not new processes"
+    by = [f.name.split("-")[0] for f in setups.iterdir()]
+    assert sorted(by) == sorted({str(r["pid"]) for r in kept}), "each worker set the phase up once, for all its tasks"
+    assert len(kept) == len(tasks) and all(r["in"] == 1 for r in kept)
+    assert holders(session) == [], "nothing of the cluster is left once the executor is closed"
