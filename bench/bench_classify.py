@@ -24,8 +24,6 @@ Usage: python bench/bench_classify.py [--ft-docs 4000] [--bert-docs 48] [--pipe-
 from __future__ import annotations
 
 import argparse
-import gzip
-import json
 import os
 import random
 import sys
@@ -37,18 +35,14 @@ import numpy as np
 import pyarrow as pa
 
 ROOT = Path(__file__).resolve().parents[1]
-DOLMA = ROOT.parent / "shared" / "data" / "dolma" / "formats"
+from inputs import DOLMA, dolma_texts  # noqa: E402  (bench/inputs.py)
 NEMO_FASTTEXT_FLOOR = 550  # docs/s per CPU, NeMo Curator nightly: fastText language id + quality
 
 
 def load_texts() -> tuple[list[str], str]:
-    files = sorted(DOLMA.glob("*.jsonl.gz"))
-    if files:
-        texts = []
-        for path in files:
-            with gzip.open(path, "rt", encoding="utf-8") as f:
-                texts += [json.loads(line)["text"] for line in f]
-        return texts, f"dolma CC sample ({', '.join(p.name for p in files)})"
+    texts = dolma_texts()
+    if texts:
+        return texts, f"dolma CC sample ({', '.join(p.name for p in sorted(DOLMA.glob('*.jsonl.gz')))})"
     from curate.sample import text as T
 
     rng = random.Random(0)

@@ -24,8 +24,6 @@ Usage: python bench/bench_decontaminate.py [--mb 20] [--budget 20] [--items 1000
 from __future__ import annotations
 
 import argparse
-import gzip
-import json
 import os
 import random
 import tempfile
@@ -34,27 +32,17 @@ from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.parquet as pq
 
 ROOT = Path(__file__).resolve().parents[1]
-DOLMA = ROOT.parent / "shared" / "data" / "dolma" / "formats"
+from inputs import dolma_texts, sample_texts  # noqa: E402  (bench/inputs.py)
 SETS = 10
 
 
 def load_texts() -> tuple[list[str], str]:
-    files = sorted(DOLMA.glob("*.jsonl.gz"))
-    if files:
-        texts = []
-        for path in files:
-            with gzip.open(path, "rt", encoding="utf-8") as f:
-                texts += [json.loads(line)["text"] for line in f]
+    texts = dolma_texts()
+    if texts:
         return texts, f"dolma CC sample ({len(texts)} real pages)"
-    from curate.sample import make_sample
-
-    tmp = tempfile.mkdtemp(prefix="bench-decont-")
-    make_sample(tmp, docs=2000, seed=0)
-    texts = [t for p in sorted(Path(tmp).glob("*/data/**/*.parquet")) for t in pq.read_table(p, columns=["text"])["text"].to_pylist() if t]
-    return texts, "curate.sample corpus (docs=2000)"
+    return sample_texts(docs=2000), "curate.sample corpus (docs=2000)"
 
 
 def make_sets(texts: list[str], items: int, seed: int = 0) -> list[list[dict]]:

@@ -68,7 +68,7 @@ import pyarrow.parquet as pq
 
 os.environ.setdefault("RAY_ENABLE_AUTO_CONNECT", "0")  # inline runs must not start Ray (see bench_classify.py)
 ROOT = Path(__file__).resolve().parents[1]
-DOLMA = ROOT.parent / "shared" / "data" / "dolma" / "formats"
+from inputs import DOLMA, dolma_texts, sample_texts  # noqa: E402  (bench/inputs.py)
 WORD = re.compile(r"[^\W\d_]+")
 ENGLISH = re.compile(r"[a-z]+")
 
@@ -76,21 +76,10 @@ ENGLISH = re.compile(r"[a-z]+")
 # ---------------------------------------------------------------- inputs
 
 def load_texts(which: str) -> tuple[list[str], str]:
-    files = sorted(DOLMA.glob("*.jsonl.gz"))
-    if which == "dolma" or (which == "auto" and files):
-        texts = []
-        for path in files:
-            with gzip.open(path, "rt", encoding="utf-8") as f:
-                texts += [json.loads(line)["text"] for line in f]
-        return texts, f"dolma CC sample ({len(files)} files, real web pages, ~20% non-English)"
-    from curate.sample import make_sample
-
-    tmp = tempfile.mkdtemp(prefix="bench-dual-use-")
-    make_sample(tmp, docs=2000, seed=0)
-    texts = []
-    for path in sorted(Path(tmp).glob("*/data/**/*.parquet")):
-        texts += [t for t in pq.read_table(path, columns=["text"])["text"].to_pylist() if t]
-    return texts, "curate.sample corpus (docs=2000, seed=0), parquet text columns"
+    texts = dolma_texts() if which in ("dolma", "auto") else []
+    if texts or which == "dolma":
+        return texts, f"dolma CC sample ({len(list(DOLMA.glob('*.jsonl.gz')))} files, real web pages, ~20% non-English)"
+    return sample_texts(docs=2000), "curate.sample corpus (docs=2000, seed=0), parquet text columns"
 
 
 def make_terms(texts: list[str], n: int, demo: list[str], seed: int = 0, scripts: str = "latin") -> list[str]:

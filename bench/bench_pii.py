@@ -22,39 +22,22 @@ Usage: python bench/bench_pii.py [--mb 40] [--budget 8]
 from __future__ import annotations
 
 import argparse
-import glob
-import gzip
-import json
 import os
 import re
-import tempfile
 import time
-from pathlib import Path
 
 import pyarrow as pa
 
 from curate.pii import apply_edits, build_kinds, find_spans, spans_by_id
 
-DOLMA = Path(__file__).resolve().parents[2] / "shared" / "data" / "dolma" / "formats"
+from inputs import dolma_texts, sample_texts  # noqa: E402  (bench/inputs.py)
 
 
 def corpus() -> tuple[str, list[str]]:
-    files = sorted(glob.glob(str(DOLMA / "*.jsonl.gz")))
-    if files:
-        with gzip.open(files[0], "rt", encoding="utf-8") as f:
-            return "dolma/formats (Common Crawl WET, 2019)", [json.loads(line)["text"] for line in f]
-    import pyarrow.parquet as pq
-
-    from curate.sample import make_sample
-
-    root = Path(tempfile.mkdtemp(prefix="bench-pii-"))
-    make_sample(str(root), docs=2000, seed=0)
-    texts = []
-    for p in sorted(root.rglob("*.parquet")):
-        t = pq.read_table(p)
-        if "text" in t.column_names:
-            texts += [x for x in t.column("text").to_pylist() if x]
-    return "curate sample (no addresses)", texts
+    texts = dolma_texts()
+    if texts:
+        return "dolma/formats (Common Crawl WET, 2019)", texts
+    return "curate sample (no addresses)", sample_texts(docs=2000)
 
 
 def cycled(texts: list[str], mb: float) -> list[str]:

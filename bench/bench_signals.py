@@ -24,38 +24,22 @@ Usage: python bench/bench_signals.py [--docs 5000] [--dt-docs 400] [--cores 2]
 from __future__ import annotations
 
 import argparse
-import glob
-import gzip
-import json
 import multiprocessing as mp
 import sys
-import tempfile
 import time
 from pathlib import Path
 
 import pyarrow as pa
-import pyarrow.parquet as pq
 
 ROOT = Path(__file__).resolve().parents[1]
-DOLMA = ROOT.parent / "shared" / "data" / "dolma" / "formats"
+from inputs import DOLMA, dolma_texts, sample_texts  # noqa: E402  (bench/inputs.py)
 
 
 def load_texts() -> tuple[list[str], str]:
-    files = sorted(DOLMA.glob("*.jsonl.gz"))
-    if files:
-        texts = []
-        for path in files:
-            with gzip.open(path, "rt", encoding="utf-8") as f:
-                texts += [json.loads(line)["text"] for line in f]
-        return texts, f"dolma CC sample ({', '.join(p.name for p in files)})"
-    from curate.sample import make_sample
-
-    tmp = tempfile.mkdtemp(prefix="bench-signals-")
-    make_sample(tmp, docs=4000)
-    texts = []
-    for path in sorted(glob.glob(f"{tmp}/fwe/data/*/*.parquet")):
-        texts += pq.read_table(path, columns=["text"])["text"].to_pylist()
-    return texts, "curate.sample FineWeb-Edu parquet"
+    texts = dolma_texts()
+    if texts:
+        return texts, f"dolma CC sample ({', '.join(p.name for p in sorted(DOLMA.glob('*.jsonl.gz')))})"
+    return sample_texts(docs=4000, sources="fwe"), "curate.sample FineWeb-Edu parquet"
 
 
 def _filters():

@@ -6,6 +6,9 @@ from __future__ import annotations
 import hashlib
 import os
 import shutil
+import signal
+import subprocess
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -59,6 +62,18 @@ def env_with(**extra) -> dict:
     env = dict(os.environ)
     env.update({k: str(v) for k, v in extra.items()})
     return env
+
+
+def kill_9_when(cmd: list[str], ready, seconds: float = 180, cwd=None) -> None:
+    """Start `cmd` (a `curate run`) and SIGKILL it the moment `ready()` holds (e.g. a task marker of the phase
+    under test appeared); fails if the run ends first or nothing happens in `seconds`."""
+    proc = subprocess.Popen(cmd, cwd=cwd, env=env_with(), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + seconds
+    while not ready() and time.monotonic() < deadline:
+        assert proc.poll() is None, "the run ended before it could be killed"
+        time.sleep(0.002)
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait()
 
 
 # ---- one stage, inline, on a tiny run directory ---------------------------------------------------

@@ -21,7 +21,7 @@ import numba as nb
 import numpy as np
 import pyarrow as pa
 
-from curate.errors import CurateError
+from curate.io.strings import string_buffers
 from curate.signals.hash64 import PRIME, SEED, mix
 from curate.signals.utf8 import decode
 
@@ -84,23 +84,12 @@ def word_hashes(texts: pa.Array) -> Words:
     """The words of every text of `texts` (a string array; nulls have none)."""
     if isinstance(texts, pa.ChunkedArray):
         texts = texts.combine_chunks()
-    if pa.types.is_string_view(texts.type):
-        texts = texts.cast(pa.large_string())
-    if not (pa.types.is_string(texts.type) or pa.types.is_large_string(texts.type)):
-        raise CurateError(f"decontaminate: texts must be strings, got Arrow type {texts.type}")
-    n = len(texts)
-    _, off_buf, data_buf = texts.buffers()
-    if n == 0 or off_buf is None:
-        offsets = np.zeros(n + 1, dtype=np.int64)
-    else:
-        width = np.int64 if pa.types.is_large_string(texts.type) else np.int32
-        offsets = np.frombuffer(off_buf, dtype=width)[texts.offset:texts.offset + n + 1].astype(np.int64)
-    if texts.null_count:  # a null's offsets span nothing
-        valid = texts.is_valid().to_numpy(zero_copy_only=False)
+    data, offsets, valid = string_buffers(texts, "decontaminate")
+    n = len(offsets) - 1
+    if not valid.all():  # a null's offsets span nothing
         offsets = offsets.copy()
         offsets[1:][~valid] = offsets[:-1][~valid]
         offsets = np.maximum.accumulate(offsets)
-    data = np.frombuffer(data_buf, dtype=np.uint8) if data_buf is not None else np.zeros(0, dtype=np.uint8)
     kind, lower = tables()
     bounds = np.zeros(n + 1, dtype=np.int64)
     total = _scan(data, offsets, kind, lower, bounds, np.zeros(0, np.uint64), np.zeros(0, np.int32), np.zeros(0, np.int32), False)

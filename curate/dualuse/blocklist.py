@@ -29,6 +29,7 @@ import numpy as np
 import pyarrow as pa
 
 from ..errors import CurateError
+from ..io.strings import string_buffers
 from .automaton import Automaton, build
 from .terms import fingerprint, load_terms, normalise_terms
 
@@ -166,23 +167,4 @@ def _chunks(texts) -> Iterator[tuple[np.ndarray, np.ndarray, np.ndarray]]:
         return
     if not isinstance(texts, pa.Array):
         texts = pa.array(texts, type=pa.string())
-    t = texts.type
-    if pa.types.is_null(t):
-        texts = pa.array([None] * len(texts), type=pa.string())
-    elif pa.types.is_string_view(t):
-        texts = texts.cast(pa.large_string())
-    elif not (pa.types.is_string(t) or pa.types.is_large_string(t)):
-        raise CurateError(f"blocklist: texts must be strings, got Arrow type {t}")
-    n = len(texts)
-    _, off_buf, data_buf = texts.buffers()
-    if n == 0 or off_buf is None:
-        offsets = np.zeros(n + 1, dtype=np.int64)
-    else:
-        width = np.int64 if pa.types.is_large_string(texts.type) else np.int32
-        offsets = np.frombuffer(off_buf, dtype=width)[texts.offset:texts.offset + n + 1].astype(np.int64)
-    data = np.frombuffer(data_buf, dtype=np.uint8) if data_buf is not None else np.zeros(0, dtype=np.uint8)
-    if texts.null_count:
-        valid = texts.is_valid().to_numpy(zero_copy_only=False)
-    else:
-        valid = np.ones(n, dtype=np.bool_)
-    yield data, offsets, valid
+    yield string_buffers(texts, "blocklist")

@@ -47,7 +47,7 @@ def section(data: list[dict], colors: dict) -> str:
         return ""
     body = []
     for d in data:
-        rows = [[f'<span class="swatch" style="background:{colors.get(s, "#999")}"></span>{escape(s)}', f"{c['in']:,}", f"{c['matched']:,}",
+        rows = [[page.source_cell(s, colors), f"{c['in']:,}", f"{c['matched']:,}",
                  f"{c['flagged']:,}", f"{c['removed']:,}"] for s, c in d["counts"].items()]
         parts = [f"<h3>Step <code>{escape(d['stage'])}</code> (action <code>{escape(str(d['action']))}</code>)</h3>",
                  page.table(["source", "documents scanned", "matched an item", "flagged", "removed"], rows, {1, 2, 3, 4}, raw=True)]

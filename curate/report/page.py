@@ -70,6 +70,11 @@ def note(text: str) -> str:
     return f'<div class="note">{escape(text)}</div>'
 
 
+def source_cell(source: str, colors: dict) -> str:
+    """A source's name behind its colour swatch, for a table cell (raw HTML)."""
+    return f'<span class="swatch" style="background:{colors.get(source, "#999")}"></span>{escape(source)}'
+
+
 def cards(items: list[tuple[str, str]]) -> str:
     return '<div class="cards">' + "".join(f'<div class="card"><div class="v">{escape(v)}</div><div class="k">{escape(k)}</div></div>'
                                           for k, v in items) + "</div>"

@@ -40,7 +40,7 @@ def section(data: list[dict], colors: dict) -> str:
         docs, edited = sum(c["in"] for c in counts.values()), sum(c["documents"] for c in counts.values())
         spans = sum(n for c in counts.values() for n in c["spans"].values())
         cards = page.cards([("documents edited", f"{edited:,}"), ("of documents seen", f"{docs:,}"), ("spans replaced", f"{spans:,}")])
-        rows = [[f'<span class="swatch" style="background:{colors.get(s, "#999")}"></span>{escape(s)}', f"{c['in']:,}",
+        rows = [[page.source_cell(s, colors), f"{c['in']:,}",
                  f"{c['documents']:,}", f"{100 * c['documents'] / c['in']:.1f}%" if c["in"] else "-",
                  *(f"{c['spans'].get(k, 0):,}" for k in kinds)] for s, c in counts.items()]
         table = page.table(["source", "documents", "documents edited", "%", *(f"{k} spans" for k in kinds)], rows,

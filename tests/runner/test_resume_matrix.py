@@ -15,10 +15,7 @@ import json
 import os
 import random
 import shutil
-import signal
-import subprocess
 import sys
-import time
 from pathlib import Path
 
 import duckdb
@@ -33,7 +30,7 @@ from curate.sample import text as T
 from curate.sample.models import PARAMS
 from curate.sample.topic import topic_page
 
-from conftest import env_with, run_cli, tree_digest
+from conftest import kill_9_when, run_cli, tree_digest
 
 STAGES = ["ingest", "minhash", "dedup", "signals", "quality_filter", "quality", "dual_use", "mix", "tokenize", "pack",
           "kept", "manifest"]
@@ -362,13 +359,7 @@ def test_kill_9_while_recomputing_after_a_model_change_then_a_rerun_equals_a_fre
     key = ws / "run/_state/quality/model-q.key.json"
     old = key.read_bytes()
     cmd = [sys.executable, "-m", "curate", "run", "pipeline.yaml", "--output", "run", "--inline", "-q", "--no-report"]
-    proc = subprocess.Popen(cmd, cwd=ws, env=env_with(), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    deadline = time.monotonic() + 120
-    while not (key.exists() and key.read_bytes() != old) and time.monotonic() < deadline:
-        assert proc.poll() is None, "the run ended before it could be killed"
-        time.sleep(0.002)
-    os.kill(proc.pid, signal.SIGKILL)
-    proc.wait()
+    kill_9_when(cmd, lambda: key.exists() and key.read_bytes() != old, 120, cwd=ws)
     assert not (ws / "run/summary.json").exists() or (ws / "run/summary.json").stat().st_mtime_ns == (base / "run/summary.json").stat().st_mtime_ns
     assert run_cli("pipeline.yaml", "--output", "run", "--inline", "-q", "--no-report") == 0
     assert run_cli("pipeline.yaml", "--output", "fresh", "--inline", "-q", "--no-report") == 0

@@ -1,11 +1,8 @@
 """The classify stage end to end on the sample corpus: scores, keep decisions, cascades, stand-ins, placement."""
 
 import json
-import os
-import signal
 import subprocess
 import sys
-import time
 
 import duckdb
 import pytest
@@ -13,7 +10,7 @@ import pytest
 from curate.models.fasttext_model import FastTextModel
 from curate.query import query
 
-from conftest import ZYDA2, env_with, run_cli, tree_digest
+from conftest import ZYDA2, env_with, kill_9_when, run_cli, tree_digest
 
 SOURCES = """
 priority: [fwe, dclm, zyda, dolma_cc]
@@ -185,13 +182,7 @@ def test_kill_9_mid_classify_resumes_to_identical_scores_and_outputs(tmp_path, s
     run = tmp_path / "run"
     cmd = [sys.executable, "-m", "curate", "run", str(f), "--output", str(run), "--workers", "1", "-q",
            "--set", "execution.batch_rows=8", "--set", "stages.quality.models.q.batch_docs=8"]
-    proc = subprocess.Popen(cmd, env=env_with(), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    deadline = time.monotonic() + 180
-    while not list((run / "_state" / "quality" / "model-q").rglob("*.json")) and time.monotonic() < deadline:
-        assert proc.poll() is None, "the run ended before it could be killed"
-        time.sleep(0.005)
-    os.kill(proc.pid, signal.SIGKILL)
-    proc.wait()
+    kill_9_when(cmd, lambda: list((run / "_state" / "quality" / "model-q").rglob("*.json")), 180)
     assert not (run / "summary.json").exists()
     assert subprocess.run(cmd, env=env_with()).returncode == 0
     assert run_cli(f, "--output", tmp_path / "clean", "--inline", "-q", *cmd[cmd.index("--set"):]) == 0

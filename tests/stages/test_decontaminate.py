@@ -204,26 +204,17 @@ def test_the_step_is_off_in_zyda2_until_enabled(sample_env):
 
 
 def test_kill_9_mid_scan_resumes_to_identical_outputs(tmp_path, sample_dir):
-    import os
-    import signal
     import subprocess
     import sys
-    import time
 
-    from conftest import env_with, run_cli, tree_digest
+    from conftest import env_with, kill_9_when, run_cli, tree_digest
     from stages.test_classify import pipeline as sample_pipeline
 
     demo = f"{{path: '{sample_dir}/evals/demo.jsonl', fields: {{passage: passage, id: id}}}}"
     f = sample_pipeline(tmp_path, sample_dir, f"  decontaminate: {{sets: {{demo: {demo}}}}}\n")
     run = tmp_path / "run"
     cmd = [sys.executable, "-m", "curate", "run", str(f), "--output", str(run), "--inline", "-q", "--set", "execution.batch_rows=1"]
-    proc = subprocess.Popen(cmd, env=env_with(), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    deadline = time.monotonic() + 180
-    while not list((run / "_state" / "decontaminate" / "scan").rglob("*.json")) and time.monotonic() < deadline:
-        assert proc.poll() is None, "the run ended before it could be killed"
-        time.sleep(0.005)
-    os.kill(proc.pid, signal.SIGKILL)
-    proc.wait()
+    kill_9_when(cmd, lambda: list((run / "_state" / "decontaminate" / "scan").rglob("*.json")), 180)
     scanned = len(list((run / "_state" / "decontaminate" / "scan").rglob("*.json")))
     assert subprocess.run(cmd, env=env_with()).returncode == 0
     assert scanned < len(list((run / "_state" / "decontaminate" / "scan").rglob("*.json"))), "killed mid-scan"

@@ -1,18 +1,15 @@
 """The dual_use stage on the sample's planted demonstration topic (beekeeping, a harmless stand-in)."""
 
 import json
-import os
-import signal
 import subprocess
 import sys
-import time
 
 import duckdb
 import pytest
 
 from curate.models.fasttext_model import FastTextModel
 
-from conftest import ZYDA2, env_with, run_cli, tree_digest
+from conftest import ZYDA2, env_with, kill_9_when, run_cli, tree_digest
 from stages.test_classify import pipeline
 
 DUAL_USE = """  dual_use:
@@ -161,13 +158,7 @@ def test_kill_9_mid_dual_use_resumes_to_identical_outputs(tmp_path, sample_dir):
     run = tmp_path / "run"
     cmd = [sys.executable, "-m", "curate", "run", str(f), "--output", str(run), "--workers", "1", "-q",
            "--set", "execution.batch_rows=8"]
-    proc = subprocess.Popen(cmd, env=env_with(), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    deadline = time.monotonic() + 180
-    while not list((run / "_state" / "dual_use" / "scan").rglob("*.json")) and time.monotonic() < deadline:
-        assert proc.poll() is None, "the run ended before it could be killed"
-        time.sleep(0.005)
-    os.kill(proc.pid, signal.SIGKILL)
-    proc.wait()
+    kill_9_when(cmd, lambda: list((run / "_state" / "dual_use" / "scan").rglob("*.json")), 180)
     assert subprocess.run(cmd, env=env_with()).returncode == 0
     assert run_cli(f, "--output", tmp_path / "clean", "--inline", "-q", "--set", "execution.batch_rows=8") == 0
     parts = ("kept", "ledger", "dual_use", "quarantine")

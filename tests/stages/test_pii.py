@@ -4,10 +4,8 @@ text, nothing removed, and a run with nothing to edit is byte-identical to one w
 import hashlib
 import json
 import os
-import signal
 import subprocess
 import sys
-import time
 
 import duckdb
 import pyarrow as pa
@@ -17,7 +15,7 @@ import pytest
 from curate.errors import ConfigError
 from curate.pii import apply_spans
 
-from conftest import ZYDA2, env_with, run_cli, tree_digest
+from conftest import ZYDA2, env_with, kill_9_when, run_cli, tree_digest
 
 WEB = [
     {"id": "w0", "text": "Contact: jane.doe@mail.example-shop.com or 8.8.8.8. Thanks!", "lang": "en"},
@@ -155,13 +153,7 @@ def test_kill_9_mid_pii_resumes_to_identical_outputs(tmp_path):
     f = _pipeline(tmp_path, "kill", docs, True)
     run = tmp_path / "run"
     cmd = [sys.executable, "-m", "curate", "run", str(f), "--output", str(run), "--inline", "-q", "--set", "execution.batch_rows=8"]
-    proc = subprocess.Popen(cmd, env=env_with(), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    deadline = time.monotonic() + 120
-    while not list((run / "_state" / "pii" / "shards").rglob("*.json")) and time.monotonic() < deadline:
-        assert proc.poll() is None, "the run ended before it could be killed"
-        time.sleep(0.002)
-    os.kill(proc.pid, signal.SIGKILL)
-    proc.wait()
+    kill_9_when(cmd, lambda: list((run / "_state" / "pii" / "shards").rglob("*.json")), 120)
     assert subprocess.run(cmd, env=env_with()).returncode == 0
     assert run_cli(f, "--output", tmp_path / "clean", "--inline", "-q", "--set", "execution.batch_rows=8") == 0
     assert tree_digest(run, ("kept", "edits", "ledger")) == tree_digest(tmp_path / "clean", ("kept", "edits", "ledger"))
