@@ -64,10 +64,10 @@ def env_with(**extra) -> dict:
     return env
 
 
-def kill_9_when(cmd: list[str], ready, seconds: float = 180, cwd=None) -> None:
+def kill_9_when(cmd: list[str], ready, seconds: float = 180, cwd=None, env: dict | None = None) -> None:
     """Start `cmd` (a `curate run`) and SIGKILL it the moment `ready()` holds (e.g. a task marker of the phase
     under test appeared); fails if the run ends first or nothing happens in `seconds`."""
-    proc = subprocess.Popen(cmd, cwd=cwd, env=env_with(), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    proc = subprocess.Popen(cmd, cwd=cwd, env=env or env_with(), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     deadline = time.monotonic() + seconds
     while not ready() and time.monotonic() < deadline:
         assert proc.poll() is None, "the run ended before it could be killed"

@@ -29,3 +29,12 @@ def string_buffers(texts: pa.Array, who: str) -> tuple[np.ndarray, np.ndarray, n
     data = np.frombuffer(data_buf, dtype=np.uint8) if data_buf is not None else np.zeros(0, dtype=np.uint8)
     valid = texts.is_valid().to_numpy(zero_copy_only=False) if texts.null_count else np.ones(n, dtype=np.bool_)
     return data, offsets, valid
+
+
+def string_spans(texts: pa.Array, who: str) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """(data, starts, ends, valid): each text's [start, end) in `data`, a null's empty; `data` holds at least one
+    byte (the kernels index it even for an empty batch)."""
+    data, offsets, valid = string_buffers(texts, who)
+    starts, ends = offsets[:-1].copy(), offsets[1:].copy()
+    ends[~valid] = starts[~valid]
+    return (data if len(data) else np.zeros(1, np.uint8)), starts, ends, valid

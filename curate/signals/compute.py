@@ -21,6 +21,8 @@ from urllib.parse import urlsplit
 import numpy as np
 import pyarrow as pa
 
+from curate.io.strings import string_spans
+
 from . import raw_kernel, words_kernel
 from .lookups import phrase_table, stop_word_table
 from .names import DOC_SIGNALS, LINE_SIGNALS, UT1_SIGNAL, signals_schema
@@ -98,7 +100,7 @@ def _plan(texts: pa.Array, threads: int) -> list[tuple[int, int]]:
     """[start, end) row ranges: ``threads`` equal shares, each cut further so
     that no range holds more than MAX_PART_BYTES of text (at least one row)."""
     n = len(texts)
-    _, starts, ends = _buffers(texts)
+    _, starts, ends, _ = string_spans(texts, "signals")
     sizes = np.concatenate(([0], np.cumsum(ends - starts)))
     out = []
     shares = np.linspace(0, n, max(1, min(threads, n)) + 1).astype(np.int64)
@@ -113,26 +115,10 @@ def _plan(texts: pa.Array, threads: int) -> list[tuple[int, int]]:
     return out
 
 
-def _buffers(texts: pa.Array) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """The value bytes and each document's [start, end) in them (nulls empty)."""
-    n = len(texts)
-    bufs = texts.buffers()
-    off_type = np.int64 if pa.types.is_large_string(texts.type) else np.int32
-    if bufs[1] is None:  # an empty array may come without offsets
-        return np.zeros(1, np.uint8), np.zeros(0, np.int64), np.zeros(0, np.int64)
-    offsets = np.frombuffer(bufs[1], off_type, count=texts.offset + n + 1)[texts.offset:].astype(np.int64)
-    data = np.frombuffer(bufs[2], np.uint8) if bufs[2] is not None and bufs[2].size else np.zeros(1, np.uint8)
-    starts, ends = offsets[:-1].copy(), offsets[1:].copy()
-    if texts.null_count:
-        null = ~np.asarray(texts.is_valid())
-        ends[null] = starts[null]
-    return data, starts, ends
-
-
 def _compute(texts: pa.Array, sw, ph) -> pa.Table:
     t = get_tables()
     n = len(texts)
-    data, starts, ends = _buffers(texts)
+    data, starts, ends, _ = string_spans(texts, "signals")
     n_lines, sigma = raw_kernel.scan_docs(data, starts, ends)
     line_off = np.zeros(n + 1, np.int64)
     np.cumsum(n_lines, out=line_off[1:])

@@ -23,6 +23,8 @@ from functools import lru_cache
 import numpy as np
 import pyarrow as pa
 
+from curate.io.strings import string_spans
+
 from . import dtwords_kernel as K
 from .dtwords_data import load_tables
 
@@ -191,20 +193,11 @@ def datatrove_word_stats(texts: pa.Array | pa.ChunkedArray) -> pa.StructArray:
     if not (pa.types.is_string(texts.type) or pa.types.is_large_string(texts.type)):
         texts = texts.cast(pa.large_string())
     flags, flags2, sp, mt, lit, stop = _tables()
-    n = len(texts)
-    bufs = texts.buffers()
-    off_type = np.int64 if pa.types.is_large_string(texts.type) else np.int32
-    if n == 0 or bufs[1] is None:
+    if len(texts) == 0:
         return pa.StructArray.from_arrays([pa.array([], pa.int64()) for _ in FIELDS], fields=list(struct_type()))
-    offsets = np.frombuffer(bufs[1], off_type, count=texts.offset + n + 1)[texts.offset:].astype(np.int64)
-    data = np.frombuffer(bufs[2], np.uint8) if bufs[2] is not None and bufs[2].size else np.zeros(1, np.uint8)
-    starts, ends = offsets[:-1].copy(), offsets[1:].copy()
-    valid = None
-    if texts.null_count:
-        valid = np.asarray(texts.is_valid())
-        ends[~valid] = starts[~valid]
+    data, starts, ends, valid = string_spans(texts, "dt_words")
     out = K.stats_pass(data, starts, ends, flags, flags2, sp, mt, *lit, *stop)
-    mask = None if valid is None else pa.array(~valid)
+    mask = None if valid.all() else pa.array(~valid)
     return pa.StructArray.from_arrays([pa.array(out[:, k]) for k in range(len(FIELDS))],
                                       fields=list(struct_type()), mask=mask)
 

@@ -73,7 +73,7 @@ _BASE = _U64(0x100000001B3 * 2 + 1)  # odd: the concatenation hash's base
 
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, inline="always")
 def hash_cps(cps, s, e):
     """The strings' hash (FNV-1a over code points, mixed with the length): table keys are built with it."""
     h = _SEED
@@ -468,10 +468,7 @@ def _remember_chunk(cps, a, e, h, slot, n0, n, tok_s, tok_e, c_slots, c_hash, c_
 def _exception(cps, qs, qe, sp_slots, sp_keys, sp_off, sp_data, sp_mask):
     """The tokenizer exception (SPECIALS) that cps[qs:qe] spells, or -1."""
     qn = qe - qs
-    hq = _SEED
-    for p in range(qs, qe):
-        hq = (hq ^ _U64(cps[p])) * _PRIME
-    hq = _mix(hq ^ _U64(qn))
+    hq = hash_cps(cps, qs, qe)   # the table's own key function
     j = np.int64(hq & _U64(sp_mask))
     while sp_slots[j] >= 0:
         kk = sp_slots[j]

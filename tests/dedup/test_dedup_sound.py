@@ -8,16 +8,14 @@ independent scorer (exact character 25-gram Jaccard over Python sets of strings)
 import json
 import os
 import random
-import signal
 import subprocess
 import sys
-import time
 
 import duckdb
 import numpy as np
 import pytest
 
-from conftest import run_cli, tree_digest
+from conftest import kill_9_when, run_cli, tree_digest
 from curate.dedup.settle import CHECK, KEPT, REMOVED, Settled, finish, settle_members
 
 SOURCES = ["fwe", "dclm", "zyda", "dolma_cc"]
@@ -199,13 +197,7 @@ def test_killed_during_dedup_resumes_to_identical_outputs(drift):
     run = tmp / "killed"
     cmd = [sys.executable, "-m", "curate", "run", str(pipeline(tmp, tmp / "corpus", "sound")), "--output", str(run), "--inline", "-q"]
     env = {**os.environ, "PYTHONPATH": os.getcwd()}
-    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    deadline = time.monotonic() + 120
-    while not list((run / "_state" / "dedup").glob("settle/*.json")) and time.monotonic() < deadline:
-        assert proc.poll() is None, "the run ended before it could be killed"
-        time.sleep(0.002)
-    proc.send_signal(signal.SIGKILL)
-    proc.wait()
+    kill_9_when(cmd, lambda: list((run / "_state" / "dedup").glob("settle/*.json")), 120, env=env)
     assert not (run / "summary.json").exists(), "the run finished before the kill"
     assert subprocess.run(cmd, env=env).returncode == 0
     parts = ("kept", "ledger", "dedup")

@@ -1,10 +1,8 @@
 """Execution on Ray: same bytes whatever the parallelism, resume after kill -9, retries on worker loss, clear failures."""
 
 import os
-import signal
 import subprocess
 import sys
-import time
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -19,7 +17,7 @@ from curate.runner.run import run_pipeline
 from curate.stages import STAGES
 from curate.stages.kept import KeptStage
 
-from conftest import ZYDA2, env_with, run_cli, tree_digest
+from conftest import ZYDA2, env_with, kill_9_when, run_cli, tree_digest
 
 ray.cloudpickle.register_pickle_by_value(sys.modules[__name__])  # Ray workers get the test stage by value
 
@@ -38,13 +36,7 @@ def test_driver_killed_with_sigkill_resumes_to_identical_outputs(sample_env, tmp
     run = tmp_path / "run"
     cmd = [sys.executable, "-m", "curate", "run", str(ZYDA2), "--output", str(run), "--workers", "1", "-q",
            "--set", "execution.batch_rows=16"]
-    proc = subprocess.Popen(cmd, env=env_with(CURATE_SAMPLE=sample_env), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    deadline = time.monotonic() + 120
-    while not list((run / "_state" / "ingest").rglob("0*.json")) and time.monotonic() < deadline:
-        assert proc.poll() is None, "the run ended before it could be killed"
-        time.sleep(0.005)
-    proc.send_signal(signal.SIGKILL)
-    proc.wait()
+    kill_9_when(cmd, lambda: list((run / "_state" / "ingest").rglob("0*.json")), 120, env=env_with(CURATE_SAMPLE=sample_env))
     assert not (run / "summary.json").exists(), "the run finished before the kill: nothing was interrupted"
     assert not (run / "kept").exists() or len(list((run / "kept").rglob("*.parquet"))) < 11
     assert subprocess.run(cmd, env=env_with(CURATE_SAMPLE=sample_env)).returncode == 0

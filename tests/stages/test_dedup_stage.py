@@ -6,20 +6,14 @@ import duckdb
 import pytest
 
 from conftest import run_cli
+from stages.test_classify import SOURCES
 
-PRIORITY = ["fwe", "dclm", "zyda", "dolma_cc"]
+PRIORITY = ["fwe", "dclm", "zyda", "dolma_cc"]   # as SOURCES writes it
 
 
 def _pipeline(tmp_path, sample, policy="cross_source", partitions=4, extra=""):
     f = tmp_path / f"dd-{policy}-{partitions}.yaml"
-    f.write_text(f"""name: dd
-priority: {PRIORITY}
-sources:
-  fwe: {{format: fineweb, paths: '{sample}/fwe/data/*/*.parquet'}}
-  dclm: {{format: dclm, paths: '{sample}/dclm/global-shard_*/local-shard_*/*.jsonl.zst'}}
-  zyda: {{format: zyda, paths: '{sample}/zyda/data/*/*.parquet'}}
-  dolma_cc: {{format: dolma, paths: '{sample}/dolma_cc/data/*/*.json.gz'}}
-stages:
+    f.write_text("name: dd" + SOURCES.replace("{sample}", str(sample)) + f"""stages:
   ingest: {{}}
   minhash: {{preset: zyda2, partitions: {partitions}{extra}}}
   dedup: {{policy: {policy}}}
