@@ -32,7 +32,8 @@ file, or ``NUMBA_CACHE_DIR``) in well under a second.
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
+from numba import njit, types
+from numba.extending import intrinsic
 
 from .hashes import POLY_BASE, fmix32, murmur3_32, poly64_finish, sha1_32
 
@@ -194,6 +195,16 @@ def _minima_legacy(hs, m, a, b, out, row):
         out[row, k] = np.uint32(best0)
 
 
+@intrinsic
+def _affine32(typingctx, a, h, b):
+    """``a * h + b`` in 32-bit arithmetic. Written in numba, uint32 operands widen to 64 bits and the
+    vectorised loop multiplies with AVX-512's slow 64-bit ``vpmullq``; in 32 bits it is ``vpmulld``, and the
+    minima loop runs ~3x faster (same values: both wrap mod 2^32)."""
+    def codegen(context, builder, signature, args):
+        return builder.add(builder.mul(args[0], args[1]), args[2])
+    return types.uint32(types.uint32, types.uint32, types.uint32), codegen
+
+
 @njit(cache=True, nogil=True)
 def _minima_affine32(hs, m, a, b, out, row):
     """datasketch 2.0's affine32 permutation: a * fmix32(h) + b mod 2^32 (``hs``: uint32, pre-mixed)."""
@@ -202,7 +213,7 @@ def _minima_affine32(hs, m, a, b, out, row):
         bk = np.uint32(b[k])
         best = np.uint32(0xFFFFFFFF)
         for i in range(m):
-            x = np.uint32(ak * hs[i] + bk)
+            x = _affine32(ak, hs[i], bk)
             best = x if x < best else best
         out[row, k] = best
 

@@ -172,7 +172,3 @@ def exact_b(g: GraphDir, s: Sound, tag: str, texts: pa.Array) -> dict:
         write_columns(g.path("sound", "exact-done", f"p={q:05d}", f"from-{tag}.parquet"), **part)
     return {"in": len(node), "passed": int((sim >= s.threshold).sum())}
 
-
-def has_work(g: GraphDir, kind: str, tag: str) -> bool:
-    """Whether an exact phase has anything queued for this shard (so its text need not be read otherwise)."""
-    return bool(fs.glob(g.path("sound", kind, f"s={tag}", "*.parquet")))

@@ -12,7 +12,7 @@ from curate.rundir import RunDir
 from curate.runner.executor import make_executor
 from curate.runner.ray_executor import Placement
 from curate.runner.task import Work
-from curate.runner.kernels import warm
+from curate.runner.kernels import cached, warm
 from curate.runner.progress import Progress, duration, unit_of
 from curate.stages.phase import Phase
 
@@ -81,6 +81,8 @@ class PhaseRunner:
         def say(what: str) -> None:
             log.info("[%s] compiling %s (the first run on a machine takes a while; cached afterwards) ...", stage, what)
 
+        if not self._executor_args[0] and cached(kernels):
+            return  # the tasks run on Ray workers, which load the cached kernels themselves
         took = warm(kernels, say)
         if took:
             seconds = sum(took.values())
