@@ -18,12 +18,11 @@ import json
 import os
 from dataclasses import dataclass
 
-import pyarrow.parquet as pq
-
 from curate.config.schema import Field
 from curate.errors import CurateError
 from curate.io import fs
 from curate.readers.jsonl import field_getter
+from curate.io.parquet import read_table
 
 TEXT_FIELDS = ("passage", "question", "answer", "choices")
 FIELDS = {"passage": Field((str,), default="passage", nullable=True, doc="a long context the question is about"),
@@ -96,7 +95,7 @@ def _records(name: str, path: str, kind: str) -> list[dict]:
     try:
         with fs.open_input(path) as handle:
             if kind == "parquet":
-                return pq.read_table(handle).to_pylist()
+                return read_table(handle).to_pylist()
             data = handle.read()
     except FileNotFoundError:
         raise CurateError(f"eval set '{name}': {path}: not found") from None

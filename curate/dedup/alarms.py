@@ -8,9 +8,9 @@ from __future__ import annotations
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
-import pyarrow.parquet as pq
 
 from curate.io import fs
+from curate.io.parquet import read_table
 
 LARGEST = 3  # cluster sizes kept per source
 
@@ -20,7 +20,7 @@ def cluster_sizes(clusters_root: str) -> dict[str, list[int]]:
     parts = []
     for path in fs.glob(fs.join(clusters_root, "*", "*.parquet")):
         with fs.open_input(path) as handle:
-            parts.append(pq.read_table(handle, columns=["cluster", "source"]))
+            parts.append(read_table(handle, columns=["cluster", "source"]))
     if not parts:
         return {}
     t = pa.concat_tables(parts)

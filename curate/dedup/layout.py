@@ -6,12 +6,11 @@ from typing import Callable
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.parquet as pq
 
 from curate.dedup import nodes
 from curate.dedup.shuffle import partition_of, split
 from curate.io import fs
-from curate.io.parquet import write_table
+from curate.io.parquet import read_table, write_table
 
 
 DOCS_PER_PARTITION = 250_000
@@ -74,7 +73,7 @@ def read_columns(pattern: str, names: list[str], dtypes: dict) -> dict[str, np.n
     parts: dict[str, list] = {n: [] for n in names}
     for path in fs.glob(pattern):
         with fs.open_input(path) as handle:
-            table = pq.read_table(handle, columns=names)
+            table = read_table(handle, columns=names)
         for n in names:
             parts[n].append(table.column(n).to_numpy())
     return {n: (np.concatenate(parts[n]).astype(dtypes[n], copy=False) if parts[n] else np.empty(0, dtypes[n]))
@@ -86,5 +85,5 @@ def read_tables(pattern: str) -> pa.Table | None:
     parts = []
     for path in fs.glob(pattern):
         with fs.open_input(path) as handle:
-            parts.append(pq.read_table(handle))
+            parts.append(read_table(handle))
     return pa.concat_tables(parts) if parts else None

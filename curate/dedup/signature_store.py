@@ -11,11 +11,10 @@ from typing import Callable
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.parquet as pq
 
 from curate.dedup.layout import PartitionedSink
 from curate.io import fs
-from curate.io.parquet import write_table
+from curate.io.parquet import read_table, write_table
 
 
 def fixed_lists(matrix: np.ndarray) -> pa.FixedSizeListArray:
@@ -63,5 +62,5 @@ def read_signatures(path: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     if not fs.exists(path):
         return np.empty(0, np.uint64), np.empty(0, np.int64), np.empty((0, 0), np.uint32)
     with fs.open_input(path) as handle:
-        t = pq.read_table(handle)
+        t = read_table(handle)
     return t.column("node").to_numpy(), t.column("length").to_numpy(), signature_matrix(t.column("sig"))

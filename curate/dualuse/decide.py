@@ -9,9 +9,9 @@ from __future__ import annotations
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
-import pyarrow.parquet as pq
 
 from curate.io import fs
+from curate.io.parquet import read_table
 
 SCORES = pa.schema([("id", pa.string()), ("classifier_score", pa.float64()), ("error", pa.bool_())])
 DECISIONS = pa.schema([("id", pa.string()), ("blocklist_hits", pa.int32()), ("blocklist_terms", pa.list_(pa.string())),
@@ -44,7 +44,7 @@ def read_scores(cache: str, shard) -> pa.Table:
     parts = []
     for path in fs.glob(fs.join(cache, shard.source, shard.shard, "*.parquet")):
         with fs.open_input(path) as handle:
-            parts.append(pq.read_table(handle))
+            parts.append(read_table(handle))
     return pa.concat_tables(parts) if parts else SCORES.empty_table()
 
 

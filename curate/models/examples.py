@@ -8,10 +8,10 @@ or `.parquet` files with a `text` column (or `column`).
 from __future__ import annotations
 
 import pyarrow as pa
-import pyarrow.parquet as pq
 
 from curate.errors import CurateError
 from curate.io import fs
+from curate.io.parquet import read_table
 
 FILE_SUFFIXES = (".parquet", ".jsonl", ".jsonl.gz", ".jsonl.zst", ".json.gz", ".json", ".jsonl.zstd")
 
@@ -55,7 +55,7 @@ def _from_files(pattern: str, column: str) -> list[str]:
     for path in files:
         if path.endswith(".parquet"):
             with fs.open_input(path) as handle:
-                table = pq.read_table(handle)
+                table = read_table(handle)
             if column not in table.column_names:
                 raise CurateError(f"{path}: no column {column!r} (columns: {', '.join(table.column_names)})")
             texts += table.column(column).to_pylist()

@@ -15,9 +15,9 @@ from collections import defaultdict
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
-import pyarrow.parquet as pq
 
 from curate.io import fs
+from curate.io.parquet import read_table
 
 EDITS = pa.schema([("id", pa.string()), ("kind", pa.string()), ("start", pa.int64()), ("end", pa.int64()),
                    ("placeholder", pa.string()), ("original_sha256", pa.string())])
@@ -52,7 +52,7 @@ def read_spans(run, step: str, source: str, shard: str) -> Spans:
     if not fs.exists(path):
         return {}
     with fs.open_input(path) as handle:
-        return spans_by_id(pq.read_table(handle, columns=["id", "start", "end", "placeholder"]))
+        return spans_by_id(read_table(handle, columns=["id", "start", "end", "placeholder"]))
 
 
 def apply_edits(table: pa.Table, spans: Spans) -> pa.Table:

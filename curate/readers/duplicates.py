@@ -16,7 +16,7 @@ import pyarrow.parquet as pq
 import xxhash
 
 from curate.io import fs
-from curate.io.parquet import write_table
+from curate.io.parquet import read_table, write_table
 
 BYTES_PER_PARTITION = 2 << 30  # about 600,000 web documents: one partition of ids stays small in memory
 
@@ -56,7 +56,7 @@ def later_copies_in(paths: list[str]) -> pa.Table:
     parts = []
     for path in paths:
         with fs.open_input(path) as handle:
-            parts.append(pq.read_table(handle))
+            parts.append(read_table(handle))
     empty = pa.table({"id": pa.array([], pa.string()), "order": pa.array([], pa.int64()), "row": pa.array([], pa.int64())})
     return later_copies(pa.concat_tables(parts) if parts else empty)
 
@@ -95,7 +95,7 @@ def take_columns(path: str, like: str) -> None:
 
 def _read(path: str) -> pa.Table:
     with fs.open_input(path) as handle:
-        return pq.read_table(handle)
+        return read_table(handle)
 
 
 def content_hash(path: str, storage_options: dict | None = None) -> str:

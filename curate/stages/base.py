@@ -43,6 +43,8 @@ class Stage(ABC):
                                            # "quarantine/{step}": a part of its own, by step name)
     PIPELINE_READS: tuple[str, ...] = ()   # pipeline settings it reads beyond its options, e.g. ("priority",)
     SOURCE_OPTIONS: tuple[str, ...] = ()   # options keyed by source (and `all`): a source depends on its entries only
+    HOW_ONLY: tuple[str, ...] = ()         # options that change how it runs, never what it writes (threads): changing
+                                           # one recomputes nothing, so they stay out of its fingerprint
     VIEW = ""   # it writes a table keyed by id under its own name, RUN/<step>/<source>/, shown in `curate query` as
                 # a view named after the step and in this view over every step of the kind ("signals", "scores")
 
@@ -78,11 +80,11 @@ class Stage(ABC):
         for name in self.PIPELINE_READS:
             common[f"pipeline.{name}"] = getattr(self.pipeline, name)
         if self.GLOBAL:
-            parts = {**common, **{f"options.{k}": v for k, v in self.options.items()},
+            parts = {**common, **{f"options.{k}": v for k, v in self.options.items() if k not in self.HOW_ONLY},
                      **{f"reads.{k}": v for k, v in (self.reads(tasks, None) or {}).items()},
                      **{f"upstream.{s}": upstream.get(s, "") for s in sources}}
             return dict.fromkeys(sources, parts)
-        return {s: {**common, **{f"options.{k}": v for k, v in self.options_for(s).items()},
+        return {s: {**common, **{f"options.{k}": v for k, v in self.options_for(s).items() if k not in self.HOW_ONLY},
                     **{f"reads.{k}": v for k, v in (self.reads(tasks, s) or {}).items()},
                     "upstream": upstream.get(s, "")} for s in sources}
 

@@ -24,7 +24,7 @@ from curate.config.pipeline import canonical_json
 from curate.config.schema import Field
 from curate.errors import ConfigError
 from curate.io import fs
-from curate.io.parquet import ParquetSink
+from curate.io.parquet import ParquetSink, read_table
 from curate.rundir import ClassifyRecord
 from curate.rundir.tables import SourceSink
 from curate.stages.phase import Phase
@@ -152,7 +152,7 @@ class ClassifyStage(ShardStage):
         for name, decides in before:
             path = self.model_dir(name, shard.source, f"{shard.shard}.parquet")
             with fs.open_input(path) as handle:
-                parts.append(decided_ids(pq.read_table(handle), decides))
+                parts.append(decided_ids(read_table(handle), decides))
         return pa.concat_arrays(parts) if parts else pa.array([], pa.string())
 
     # ---- the accounting phase: decisions --------------------------------------------------------
@@ -173,7 +173,7 @@ class ClassifyStage(ShardStage):
         scored = {}
         for name in models:
             with fs.open_input(self.model_dir(name, shard.source, f"{shard.shard}.parquet")) as handle:
-                scored[name] = pq.read_table(handle)
+                scored[name] = read_table(handle)
         cascade = [(n, d) for n, d in self.cascade if models[n].applies_to(shard.source)]
         others = [n for n in models if n not in dict(self.cascade) and models[n].applies_to(shard.source)]
         keep = self.keep_for(shard.source)

@@ -13,13 +13,12 @@ from typing import Iterator
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.parquet as pq
 
 from curate.dedup import graph, nodes, sound, verify
 from curate.dedup.shingles import Shingling
 from curate.errors import CurateError
 from curate.io import fs
-from curate.io.parquet import ParquetSink
+from curate.io.parquet import ParquetSink, read_table
 from curate.pii.edits import apply_edits, read_spans
 from curate.dedup.layout import shard_numbers, shard_tag
 from curate.rundir import IngestRecord, RunDir
@@ -62,7 +61,7 @@ def _column(run: RunDir, name: str, fn, job: ShardJob) -> dict:
     """Call `fn(job.tag, <the docs shard's column>)`, the form the shard-level graph functions take."""
     edits = [read_spans(run, step, job.source, job.shard) for step in job.editors] if name == "text" else []
     with fs.open_input(run.docs(job.source, job.shard)) as handle:
-        table = pq.read_table(handle, columns=[name, "id"] if any(edits) else [name])
+        table = read_table(handle, columns=[name, "id"] if any(edits) else [name])
     for spans in edits:
         table = apply_edits(table, spans)
     return fn(job.tag, table.column(name).combine_chunks())

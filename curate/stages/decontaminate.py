@@ -17,7 +17,6 @@ from functools import partial
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
-import pyarrow.parquet as pq
 
 from curate.config.schema import Field
 from curate.decontam.decide import decide
@@ -26,7 +25,7 @@ from curate.decontam.index import MATCHES, EvalIndex, doc_counts
 from curate.decontam.record import DecontaminateRecord
 from curate.errors import ConfigError
 from curate.io import fs
-from curate.io.parquet import ParquetSink, write_table
+from curate.io.parquet import ParquetSink, read_table, write_table
 from curate.run_folders import RESERVED
 from curate.rundir.tables import SourceSink
 from curate.stages.phase import Phase
@@ -102,7 +101,7 @@ class DecontaminateStage(ShardStage):
         parts = []
         for t in tasks:
             with fs.open_input(self.run.work(self.name, "counts", t.source, f"{t.shard}.parquet")) as handle:
-                parts.append(pq.read_table(handle))
+                parts.append(read_table(handle))
         if not parts:
             return np.zeros(0, np.uint64)
         total = pa.concat_tables(parts).group_by("gram").aggregate([("docs", "sum")])
@@ -142,7 +141,7 @@ class DecontaminateStage(ShardStage):
     def process_shard(self, batches, shard: ShardRef):
         o, index = self.options, self.index()
         with fs.open_input(self.run.work(self.name, "scan", shard.source, f"{shard.shard}.parquet")) as handle:
-            pairs = decide(pq.read_table(handle), index, self.frequent, o["min_overlap"], o["min_match_words"])
+            pairs = decide(read_table(handle), index, self.frequent, o["min_overlap"], o["min_match_words"])
         for batch in batches:
             mine = pairs.filter(pc.is_in(pairs.column("id"), value_set=batch.column("id")))
             rows = self.evidence(mine, batch)

@@ -18,7 +18,6 @@ from functools import partial
 
 import pyarrow as pa
 import pyarrow.compute as pc
-import pyarrow.parquet as pq
 
 from curate.config.pipeline import canonical_json
 from curate.config.schema import Field, check_mapping
@@ -26,7 +25,7 @@ from curate.errors import ConfigError
 from curate.dualuse import Blocklist, demo_terms_path
 from curate.dualuse.decide import DECISIONS, decide, read_scores, score_escalated
 from curate.io import fs
-from curate.io.parquet import ParquetSink, write_table
+from curate.io.parquet import ParquetSink, read_table, write_table
 from curate.rundir import DualUseRecord
 from curate.rundir.tables import DocumentSchema, SourceSink
 from curate.stages.model_choice import MODEL_OPTIONS, model_choice
@@ -172,7 +171,7 @@ class DualUseStage(ShardStage):
 
     def escalated_ids(self, shard: ShardRef) -> pa.Array:
         with fs.open_input(self.run.work(self.name, "scan", shard.source, f"{shard.shard}.parquet")) as handle:
-            scan = pq.read_table(handle, columns=["id", "blocklist_hits"])
+            scan = read_table(handle, columns=["id", "blocklist_hits"])
         return scan.column("id").filter(pc.greater_equal(scan.column("blocklist_hits"), self.options["escalate_at"])).combine_chunks()
 
     # ---- the accounting phase: decisions --------------------------------------------------------
@@ -185,7 +184,7 @@ class DualUseStage(ShardStage):
 
     def process_shard(self, batches, shard: ShardRef):
         with fs.open_input(self.run.work(self.name, "scan", shard.source, f"{shard.shard}.parquet")) as handle:
-            scan = pq.read_table(handle)
+            scan = read_table(handle)
         scores = read_scores(self.cache_dir(), shard) if self.model() is not None else None
         o = self.options
         with ParquetSink(self.run.quarantine(self.name, shard.source, shard.shard), self.documents.schema) as quarantine:

@@ -28,6 +28,7 @@ from curate.sql import connect, quote
 from curate.sql_guard import check_expression
 from curate.stages.registry import STAGES, stage
 from curate.stages.shard import Output, ShardRef, ShardStage, removals
+from curate.io.parquet import read_table
 
 ALL = "all"
 DETAIL_CHARS = 80   # each value in a ledger detail is cut to this many characters
@@ -142,7 +143,7 @@ class FilterStage(ShardStage):
                 out[step] = schema.empty_table().select(columns)
                 continue
             with fs.open_input(path) as handle:
-                out[step] = pq.read_table(handle, columns=columns)
+                out[step] = read_table(handle, columns=columns)
         return out
 
     @staticmethod

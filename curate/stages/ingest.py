@@ -17,11 +17,10 @@ from functools import partial
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
-import pyarrow.parquet as pq
 
 from curate.errors import BadShardError, ConfigError
 from curate.io import fs
-from curate.io.parquet import ParquetSink, write_table
+from curate.io.parquet import ParquetSink, read_table, write_table
 from curate.readers import FORMATS, READERS
 from curate.readers.base import BadRecords, ReadOptions, ReadTask
 from curate.readers.duplicates import apply_duplicates, content_hash, id_partitions, later_copies_in, partitioned, take_columns
@@ -139,7 +138,7 @@ class IngestStage(Stage):
                               ledger_table(rt.source, self.name, bad.ids, bad.reasons, bad.details))
         docs = self.run.docs(rt.source, rt.shard)
         with fs.open_input(docs) as handle:
-            ids = pq.read_table(handle, columns=["id"]).column("id") if sink.rows else pa.array([], pa.string())
+            ids = read_table(handle, columns=["id"]).column("id") if sink.rows else pa.array([], pa.string())
         for p, table in partitioned(ids, order[f"{rt.source}/{rt.shard}"], partitions):
             write_table(self.run.work(self.name, "ids", f"p={p:05d}", rt.source, f"{rt.shard}.parquet"), table, "lz4")
         records = stats.get("records", 0)

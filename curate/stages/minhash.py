@@ -26,6 +26,7 @@ from curate.dedup.spec import MinHashSpec
 from curate.errors import ConfigError
 from curate.rundir import IngestRecord, MinhashRecord
 from curate.stages.registry import stage
+from curate.stages.resources import task_cores
 from curate.stages.shard import Output, ShardRef, ShardStage
 
 log = logging.getLogger("curate")
@@ -47,6 +48,7 @@ class MinhashStage(ShardStage):
     PIPELINE_READS = ("priority",)
     ROW_NUMBERS = True
     KERNELS = ("minhash",)
+    HOW_ONLY = ("threads",)
     OPTIONS = {
         "preset": Field((str,), default="zyda2", choices=sorted(PRESETS)),
         "unit": Field((str,), default=None, nullable=True, choices=["char", "word"]),
@@ -65,7 +67,8 @@ class MinhashStage(ShardStage):
         "tie_break": Field((str,), default="first",
                            doc="which document of a source a dedup `all` policy keeps: first (input order), id (smallest), "
                                "longer, or a numeric column (higher wins)"),
-        "threads": Field((int,), default=1, min=1, doc="threads per task for the signature kernel"),
+        "threads": Field((int,), default=None, nullable=True, min=1,
+                         doc="threads per task for the signature kernel (default: every core inline, 1 per Ray task)"),
     }
 
     @classmethod
@@ -107,7 +110,7 @@ class MinhashStage(ShardStage):
         super().execute(tasks, run_phase)
 
     def setup(self) -> None:
-        self.hasher = MinHasher(self.spec_of(self.options), threads=self.options["threads"])
+        self.hasher = MinHasher(self.spec_of(self.options), threads=self.options["threads"] or task_cores())
         self.partitions = self.run.record(self.name, MinhashRecord).partitions
         self.numbers = shard_numbers(self.run.record(self.upstream["docs"], IngestRecord).pairs(), self.pipeline.priority)
 

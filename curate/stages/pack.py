@@ -14,7 +14,6 @@ import zlib
 from functools import partial
 
 import numpy as np
-import pyarrow.parquet as pq
 
 from curate.config.schema import Field
 from curate.io import fs
@@ -26,6 +25,7 @@ from curate.stages.registry import stage
 from curate.stages.shard import ShardRef, shard_tasks
 from curate.tokens.megatron import MegatronWriter, read_megatron
 from curate.tokens.shard import METHODS, expand_copies, from_arrow, pack_shard
+from curate.io.parquet import read_table
 
 
 @stage("pack")
@@ -73,7 +73,7 @@ class PackStage(Stage):
 
     def pack(self, tok: TokenizerRecord, shard: ShardRef) -> dict:
         with fs.open_input(self.run.token_docs(shard.source, shard.shard)) as handle:
-            table = pq.read_table(handle)
+            table = read_table(handle)
         tokens = expand_copies(from_arrow(table.column("tokens")), table.column("copies").to_numpy().astype(np.int64))
         seed = (self.options["seed"] << 32) ^ zlib.crc32(f"{shard.source}/{shard.shard}".encode())
         stats = pack_shard(tokens, self.run.token_shard(shard.source, shard.shard), vocab_size=tok.vocab_size,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 from dataclasses import dataclass
 
 from curate.config.schema import Field
@@ -45,3 +46,25 @@ def assigned_gpus() -> list:
         return [str(g) for g in ray.get_gpu_ids()] if ray.is_initialized() else []
     except Exception:  # noqa: BLE001 - outside a Ray worker there is nothing to report
         return []
+
+
+
+_inline_cores = 0  # while the inline executor runs tasks (one at a time, in its own process): the machine's cores
+
+
+@contextlib.contextmanager
+def inline_tasks(cores: int):
+    """While the inline executor runs a phase's tasks, each may use `cores` (`task_cores`)."""
+    global _inline_cores
+    saved, _inline_cores = _inline_cores, cores
+    try:
+        yield
+    finally:
+        _inline_cores = saved
+
+
+def task_cores() -> int:
+    """The cores a task may spread its own threads over: all of the machine's where tasks run inline, one at a
+    time (a kernel with a `threads` option then uses them all, as the workers of a Ray run would); one on a
+    Ray worker, which holds one CPU per task."""
+    return _inline_cores or 1

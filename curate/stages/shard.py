@@ -26,6 +26,7 @@ from curate.stages.base import Stage
 from curate.stages.phase import Phase, PhaseRunner, Task
 from curate.stages.registry import STAGES
 from curate.stages.resources import Resources
+from curate.io.parquet import read_table
 
 
 @dataclass(frozen=True)
@@ -174,5 +175,5 @@ def removed_ids(run, steps: list[str], shard: ShardRef) -> pa.Array:
         path = run.ledger(step, shard.source, shard.shard)
         if fs.exists(path):
             with fs.open_input(path) as handle:
-                parts.extend(pq.read_table(handle, columns=["id"]).column("id").chunks)
+                parts.extend(read_table(handle, columns=["id"]).column("id").chunks)
     return pa.chunked_array(parts, pa.string()).combine_chunks() if parts else pa.array([], pa.string())

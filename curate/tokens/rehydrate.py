@@ -13,9 +13,9 @@ from __future__ import annotations
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
-import pyarrow.parquet as pq
 
 from curate.io import fs
+from curate.io.parquet import read_table
 
 
 def table_of(rehydrate: dict) -> tuple[np.ndarray, np.ndarray]:
@@ -37,7 +37,7 @@ def sizes(clusters_file: str, ids: pa.Array) -> np.ndarray:
     if not fs.exists(clusters_file):
         return out
     with fs.open_input(clusters_file) as handle:
-        t = pq.read_table(handle, columns=["id", "represents"])
+        t = read_table(handle, columns=["id", "represents"])
     at = pc.index_in(ids, value_set=t.column("id").combine_chunks())
     hit = at.is_valid().to_numpy(zero_copy_only=False)
     out[hit] = np.maximum(t.column("represents").to_numpy()[pc.drop_null(at).to_numpy()], 1)

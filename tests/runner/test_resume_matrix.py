@@ -215,6 +215,7 @@ MUTATIONS = {
     "dedup policy": (_set("stages.dedup.policy=all"), ALL - {"ingest", "minhash"}, ["minhash"]),
     "signals option": (_set("stages.signals.langid=true"), {"signals", "quality_filter"} | BEFORE_MIX, ["dedup"]),
     "batch size": (_set("execution.batch_rows=40"), ALL, []),
+    "minhash threads (how, not what)": (_set("stages.minhash.threads=3"), {"manifest"}, ["minhash", "dedup"]),  # it records the config
     "step removed": (lambda ws: _yaml(ws, "  dual_use: {terms: terms.txt, model: {kind: fasttext, path: models/du.bin, label: flag}}\n", ""),
                      AFTER_MIX, ["quality"]),
 }
