@@ -18,7 +18,12 @@ tokenizer, no model download). If they are not installed in the environment,
 install them somewhere and pass ``--extra-site DIR`` (appended to sys.path), e.g.
 ``pip install --target /tmp/bench-extra regex spacy``.
 
+``--stage``: the signals stage's own work per document on one core (the RPv2 set, datatrove's word
+statistics, language id), with language id by fastText's C++ predictor (the code before) and by
+``lid_kernel`` (now), checked equal text by text.
+
 Usage: python bench/bench_signals.py [--docs 5000] [--dt-docs 400] [--cores 2]
+       python bench/bench_signals.py --stage [--docs 3000]
 """
 
 from __future__ import annotations
@@ -84,6 +89,45 @@ def run_datatrove_procs(texts: list[str], cores: int, extra: str | None) -> floa
         return time.perf_counter() - start
 
 
+def stage_table(texts: list[str], origin: str, docs: int, repeat: int) -> None:
+    """The signals stage's computation per core, before (fastText's predictor) and after (lid_kernel)."""
+    import numpy as np
+
+    from curate.models.langid import identify, load_model
+    from curate.signals import compute_signals, datatrove_word_stats
+
+    arr = pa.array([texts[i % len(texts)] for i in range(docs)])
+    urls = pa.array([None] * len(arr), pa.string())
+    predict = load_model().f.predict
+
+    def fasttext_identify(a):  # the code before: fastText's C++ predictor, one call per text
+        out = [predict(t.replace("\n", " ") + "\n", 1, 0.0, "replace") for t in a.to_pylist()]
+        return [o[0][1].removeprefix("__label__") for o in out], np.round(np.array([o[0][0] for o in out]), 8)
+
+    parts = {"RPv2 set (compute_signals)": lambda: compute_signals(arr, urls), "dt_words": lambda: datatrove_word_stats(arr),
+             "language id, fastText predict (before)": lambda: fasttext_identify(arr),
+             "language id, lid_kernel (now)": lambda: identify(arr)}
+    for fn in parts.values():  # one-time costs (kernel loads, the model) outside the timings
+        fn()
+    seconds = {name: min(_timed(fn) for _ in range(repeat)) for name, fn in parts.items()}
+    langs, scores = identify(arr)
+    want_langs, want_scores = fasttext_identify(arr)
+    same = langs.to_pylist() == want_langs and np.array_equal(scores.to_numpy(zero_copy_only=False), want_scores)
+    print(f"corpus: {origin}: {len(texts)} docs, cycled to {docs}; one core; best of {repeat}")
+    for name, t in seconds.items():
+        print(f"  {name:40} {t:6.3f} s  {docs / t:8,.0f} docs/s")
+    common = seconds["RPv2 set (compute_signals)"] + seconds["dt_words"]
+    before, after = common + seconds["language id, fastText predict (before)"], common + seconds["language id, lid_kernel (now)"]
+    print(f"  whole stage's work, before: {before:.3f} s ({docs / before:,.0f} docs/s), now: {after:.3f} s "
+          f"({docs / after:,.0f} docs/s): {before / after:.2f}x; language id equal to fastText's on every text: {same}")
+
+
+def _timed(fn) -> float:
+    t0 = time.perf_counter()
+    fn()
+    return time.perf_counter() - t0
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--docs", type=int, default=5000, help="documents for ours (the corpus is cycled)")
@@ -91,6 +135,7 @@ def main() -> None:
     ap.add_argument("--cores", type=int, default=2)
     ap.add_argument("--repeat", type=int, default=3, help="best of N for ours")
     ap.add_argument("--extra-site", default=None, help="directory with regex/spacy for datatrove")
+    ap.add_argument("--stage", action="store_true", help="the whole stage's work per core, language id before and after")
     args = ap.parse_args()
     if args.extra_site:
         sys.path.append(args.extra_site)
@@ -98,6 +143,8 @@ def main() -> None:
     from curate.signals import compute_signals
 
     texts, origin = load_texts()
+    if args.stage:
+        return stage_table(texts, origin, args.docs, args.repeat)
     # datatrove gets the first --dt-docs documents; ours the same documents,
     # cycled up to --docs so that its timing is long enough to be stable
     theirs = texts[:args.dt_docs]

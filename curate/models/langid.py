@@ -1,12 +1,14 @@
 """Language identification with fastText's lid.176 model, shipped in curate's own package data.
 
 The model (CC BY-SA 3.0, see `data/LICENSE-lid.176.md`) is loaded once per worker process (a module-level
-cache) and never downloaded: a plain `pip install` of curate is enough for the signals stage.
+cache) and never downloaded: a plain `pip install` of curate is enough for the signals stage. Prediction runs in
+`lid_kernel` (fastText's algorithm compiled with numba, equal results); fastText itself is the reference.
 """
 
 from __future__ import annotations
 
 import functools
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -14,6 +16,9 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from curate.errors import CurateError
+from curate.io.strings import string_spans
+from curate.models.ftz import LOSS_HS, hs_tree, read_model
+from curate.models.lid_kernel import LABEL_PREFIX, decode_rows, predict_top, vocabulary_rows, word_table
 
 
 @functools.cache
@@ -28,23 +33,51 @@ def model_path() -> str:
 
 @functools.cache
 def load_model():
+    """fastText's own model object: the reference `identify` is checked against (tests, benchmarks)."""
     import fasttext
 
     fasttext.FastText.eprint = lambda *args, **kwargs: None  # silence the load-time warning
     return fasttext.load_model(model_path())
 
 
-def identify(texts: pa.Array) -> tuple[pa.Array, pa.Array]:
-    """(lang, lang_score) per text: the top lid.176 label without `__label__`, and its probability.
+@dataclass(frozen=True)
+class _Compiled:
+    """lid.176 as `lid_kernel.predict_top` takes it (built once per process, ~0.1 s)."""
 
-    fastText's own list `predict` is broken with numpy 2 in fasttext 0.9.3, so each line goes through
-    the C++ single-line predictor directly.
-    """
-    flat = pc.replace_substring(pc.fill_null(texts, ""), "\n", " ").to_pylist()
-    predict = load_model().f.predict
-    langs, scores = [], np.empty(len(flat))
-    for i, text in enumerate(flat):
-        top = predict(text + "\n", 1, 0.0, "replace")
-        langs.append(top[0][1].removeprefix("__label__") if top else None)
-        scores[i] = top[0][0] if top else np.nan
-    return pa.array(langs, pa.string()), pa.array(np.round(scores, 8), pa.float64(), from_pandas=True)
+    labels: list[str]
+    args: tuple
+
+
+@functools.cache
+def _compiled() -> _Compiled:
+    m = read_model(model_path())
+    if m.loss != LOSS_HS or m.codes is None or m.word_ngrams != 1:
+        raise CurateError(f"{model_path()}: expected lid.176 (quantized, hierarchical softmax, no word n-grams)")
+    words = np.frombuffer(b"".join(m.words), np.uint8)
+    lengths = np.array([len(w) for w in m.words], np.int64)
+    ends = np.cumsum(lengths)
+    starts = ends - lengths
+    table = word_table(m.words)
+    eos = m.words.index(b"</s>") if b"</s>" in m.words else -1
+    present = np.packbits(m.prune >= 0, bitorder="little")
+    prune = np.maximum(m.prune, 0)
+    vocab_starts, vocab_rows = vocabulary_rows(words, starts, ends, eos, m.minn, m.maxn, m.bucket, present, prune, m.nwords)
+    left, right = hs_tree(m.label_counts)
+    rows = decode_rows(m.codes, m.centroids, m.norms, m.nsubq, m.dsub, m.lastdsub)
+    return _Compiled([label.removeprefix("__label__") for label in m.labels],
+                     (table, words, starts, ends, vocab_starts, vocab_rows, eos, m.minn, m.maxn, m.bucket, present, prune,
+                      m.nwords, rows, m.output, left, right, len(m.labels), LABEL_PREFIX))
+
+
+def identify(texts: pa.Array) -> tuple[pa.Array, pa.Array]:
+    """(lang, lang_score) per text: lid.176's top label without `__label__`, and its probability (rounded to 8
+    decimals), exactly what fastText's `predict(text + "\n")` gives after the text's newlines become spaces
+    (a null text is read as empty). Computed by `lid_kernel`, ~3x faster than fastText's own predictor."""
+    model = _compiled()
+    flat = pc.replace_substring(pc.fill_null(texts, ""), "\n", " ")
+    data, starts, ends, _ = string_spans(flat, "language id")
+    top, probs = predict_top(data, starts, ends, *model.args)
+    names = np.array(model.labels + [None], dtype=object)
+    langs = pa.array(names[top], pa.string())  # -1 (nothing to predict from) is the None at the end
+    scores = np.where(top >= 0, np.round(probs.astype(np.float64), 8), np.nan)
+    return langs, pa.array(scores, pa.float64(), from_pandas=True)

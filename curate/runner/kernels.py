@@ -42,6 +42,14 @@ def _datatrove_words() -> None:
     datatrove_word_stats(pa.array([_SAMPLE, "x"]))
 
 
+def _langid() -> None:
+    import pyarrow as pa
+
+    from curate.models.langid import identify
+
+    identify(pa.array([_SAMPLE, None]))
+
+
 def _blocklist() -> None:
     import pyarrow as pa
 
@@ -68,6 +76,7 @@ WARMERS: dict[str, tuple[str, Callable[[], None], tuple[str, ...]]] = {
                  "curate.signals.words_kernel:build_phrase_set", "curate.signals.words_kernel:words_pass")),
     "datatrove_words": ("the datatrove word-split kernel", _datatrove_words,
                         ("curate.signals.dtwords_kernel:hash_cps", "curate.signals.dtwords_kernel:stats_pass")),
+    "langid": ("the language-id kernel", _langid, ("curate.models.lid_kernel:predict_top", "curate.models.lid_kernel:vocabulary_rows")),
     "blocklist": ("the blocklist scan kernel", _blocklist, ("curate.dualuse.kernel:scan_kernel",)),
     "decontaminate": ("the decontamination word-hash and lookup kernels", _decontaminate,
                       ("curate.decontam.lookup:find_grams", "curate.decontam.ngrams:prefix_sums", "curate.decontam.normalize:_scan")),

@@ -89,7 +89,7 @@ class SignalsStage(ShardStage):
         return bool(self.options["datatrove_words"])
 
     def kernels(self) -> tuple[str, ...]:
-        return ("signals", "datatrove_words") if self.dt_words() else ("signals",)
+        return ("signals", *(["datatrove_words"] if self.dt_words() else []), *(["langid"] if self.options["langid"] else []))
 
     def reads(self, tasks, source):
         """The files it reads, by content (whether dt_words is added is an option, derived at load)."""
