@@ -9,8 +9,9 @@ character 25-grams), far too much for per-shingle Python (datasketch: ~260 docs/
    bounds are recorded and a second loop hashes the bytes in place (no Python strings, no copies);
 2. for each permutation, a min-reduction over the shingle hashes. The inner loop has no stores and no
    branches beyond selects, so LLVM vectorises it across shingles (AVX2/AVX-512 where the CPU has
-   them): about one cycle per (shingle, permutation) for the legacy scheme, a quarter of that for
-   affine32.
+   them): about one cycle per (shingle, permutation) for the legacy scheme; for affine32, with its
+   multiply kept in 32 bits (`_affine32`), ~30 billion (shingle, permutation) pairs a second on one
+   AVX-512 core.
 
 Character n-grams are over Unicode code points, like Python's ``text[i:i+n]``: a shingle is the bytes from
 the lead byte of code point ``i`` to the lead byte of code point ``i+n``, which is exactly

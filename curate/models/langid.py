@@ -71,7 +71,7 @@ def _compiled() -> _Compiled:
 
 def identify(texts: pa.Array) -> tuple[pa.Array, pa.Array]:
     """(lang, lang_score) per text: lid.176's top label without `__label__`, and its probability (rounded to 8
-    decimals), exactly what fastText's `predict(text + "\n")` gives after the text's newlines become spaces
+    decimals), exactly what fastText's `predict` gives on the text as one line (its newlines made spaces)
     (a null text is read as empty). Computed by `lid_kernel`, ~3x faster than fastText's own predictor."""
     model = _compiled()
     flat = pc.replace_substring(pc.fill_null(texts, ""), "\n", " ")

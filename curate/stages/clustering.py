@@ -111,8 +111,8 @@ def _gather(run: RunDir, g: graph.GraphDir, s: sound.Sound, by_id: bool, job: Sh
 
 def _queued(g: graph.GraphDir, shards: list[Task], *folder: str) -> list[Task]:
     """The shards with something queued for them under `folder/s=<tag>/`: a per-shard phase plans no task (no
-    round trip, no read of the shard's text) for a shard with nothing to do. At 1M documents, 1,100 shards of
-    which most have no cluster member: the phases' tasks were mostly empty."""
+    round trip, no read of the shard's text) for a shard with nothing to do. In the 1M-document scale run,
+    of 1,100 shards: gather 1,028, exact a 642, exact b 789, resolve 970."""
     head = g.path(*folder)
     tags = {path[len(head) + 1:].split("/")[0][2:] for path in fs.files_under(head)}
     return [t for t in shards if t.payload.tag in tags]

@@ -48,7 +48,6 @@ def assigned_gpus() -> list:
         return []
 
 
-
 _inline_cores = 0  # while the inline executor runs tasks (one at a time, in its own process): the machine's cores
 
 
