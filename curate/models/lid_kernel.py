@@ -8,8 +8,8 @@ fastText 0.9 (`Dictionary::getLine`, `computeSubwords`, `QuantMatrix::addRowToVe
 `Model::computeHidden`, `HierarchicalSoftmaxLoss::dfs`), so labels and probabilities are equal, checked
 against fastText itself in tests/models/test_lid_kernel.py.
 
-Each text is read as fastText reads `text + "\\n"` (callers replace the text's own newlines first): tokens
-split on ' ', '\\n', '\\r', '\\t', '\\v', '\\f' and NUL, then the end-of-sentence token `</s>`.
+Each text is read as fastText reads it as one line, its own newlines made spaces (`text + "\\n"`): tokens split
+on ' ', '\\n', '\\r', '\\t', '\\v', '\\f' and NUL, then the end-of-sentence token `</s>`.
 """
 
 from __future__ import annotations
@@ -65,7 +65,7 @@ def decode_rows(codes: np.ndarray, centroids: np.ndarray, norms: np.ndarray, nsu
     out = np.empty((rows, dim), np.float32)
     for m in range(nsubq):
         width = lastdsub if m == nsubq - 1 else dsub
-        block = centroids[m * 256 * dsub:].reshape(-1)[:256 * width].reshape(256, width)
+        block = centroids[m * 256 * dsub:m * 256 * dsub + 256 * width].reshape(256, width)
         out[:, m * dsub:m * dsub + width] = norms[:, None] * block[codes[:, m]]
     return out
 
