@@ -1,3 +1,3 @@
-from curate.cli import main
+from curate.cli import entry
 
-raise SystemExit(main())
+entry()

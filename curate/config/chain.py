@@ -60,10 +60,12 @@ def keyed_steps(steps: list, registry: Mapping[str, type], name: str) -> list[st
 def check_columns(steps: list, registry: Mapping[str, type], file: str) -> None:
     """A rule that reads a column only some kind of step writes (`Stage.keyed_columns`), with no such step before
     it, fails here in one line naming the step kind to add, not mid-run in DuckDB."""
-    writers = [(pattern, kind) for kind, cls in registry.items() for pattern in cls.keyed_columns(None)]
+    writers = None  # every kind's keyed columns, gathered once a step has a rule (it imports every stage)
     for i, step in enumerate(steps):
         written = [p for s in steps[:i] if registry[s.kind].VIEW for p in registry[s.kind].keyed_columns(s.options)]
         for label, predicate in registry[step.kind].predicates(step.options, file, f"stages.{step.name}"):
+            if writers is None:
+                writers = [(pattern, kind) for kind, cls in registry.items() for pattern in cls.keyed_columns(None)]
             for word in dict.fromkeys(re.findall(r"[A-Za-z_]\w*", re.sub(r"'(?:[^']|'')*'", "''", predicate))):
                 kinds = sorted({kind for pattern, kind in writers if fnmatch.fnmatchcase(word, pattern)})
                 if kinds and not any(fnmatch.fnmatchcase(word, p) for p in written):

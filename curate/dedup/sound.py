@@ -166,8 +166,9 @@ def exact_b(g: GraphDir, s: Sound, tag: str, texts: pa.Array) -> dict:
         return {"in": 0}
     node, label = t.column("node").to_numpy(), t.column("label").to_numpy()
     sets = _hashes(shingling_of(s), texts, nodes.row_of(node))
-    rep_hashes = t.column("rep_hashes").to_pylist()
-    sim = np.array([jaccard(sets[int(r)], np.asarray(h, U64)) for r, h in zip(nodes.row_of(node), rep_hashes)], np.float64)
+    reps = t.column("rep_hashes").combine_chunks()   # slices of one uint64 buffer, not a Python int per shingle
+    flat, at = reps.values.to_numpy(), reps.offsets.to_numpy()
+    sim = np.array([jaccard(sets[int(r)], flat[at[i]:at[i + 1]]) for i, r in enumerate(nodes.row_of(node))], np.float64)
     for q, part in split(partition_of(label, g.partitions), g.partitions, node=node, rep=t.column("rep").to_numpy(), jaccard=sim):
         write_columns(g.path("sound", "exact-done", f"p={q:05d}", f"from-{tag}.parquet"), **part)
     return {"in": len(node), "passed": int((sim >= s.threshold).sum())}

@@ -27,6 +27,7 @@ import fsspec
 from fsspec.implementations.local import LocalFileSystem
 
 _GLOB_CHARS = "*?["
+_LOCAL = LocalFileSystem()
 
 
 @dataclass(frozen=True)
@@ -58,7 +59,10 @@ _SHARED_STORES = ("s3", "s3a", "gs", "gcs", "abfs", "abfss", "az", "adl")
 
 
 def filesystem(uri: str, storage_options: dict | None = None):
-    """Return (fs, path-without-protocol) for a local path or a URI."""
+    """Return (fs, path-without-protocol) for a local path or a URI. An absolute local path takes a short cut
+    (what fsspec would return, without its parsing: dedup's phases open thousands of small work files)."""
+    if uri.startswith("/") and "::" not in uri and not storage_options and os.sep == "/":
+        return _LOCAL, uri.rstrip("/") or "/"
     options = dict(storage_options or {})
     if uri.split("://", 1)[0] in _SHARED_STORES and "://" in uri:
         options.setdefault("use_listings_cache", False)
@@ -187,8 +191,14 @@ class AtomicWriter:
         self.tmp = f"{self.stripped}.tmp-{uuid.uuid4().hex}" if self.local else self.stripped
 
     def __enter__(self):
-        self.fs.makedirs(self.stripped.rsplit("/", 1)[0], exist_ok=True)
-        self.handle = self.fs.open(self.tmp, "wb")
+        folder = self.stripped.rsplit("/", 1)[0]
+        if self.local:  # a stat where the folder exists (most writes), not a failing mkdir per parent
+            if not os.path.isdir(folder):
+                os.makedirs(folder, exist_ok=True)
+            self.handle = open(self.tmp, "wb")
+        else:
+            self.fs.makedirs(folder, exist_ok=True)
+            self.handle = self.fs.open(self.tmp, "wb")
         return self.handle
 
     def __exit__(self, exc_type, exc, tb):

@@ -16,7 +16,7 @@ import pyarrow.parquet as pq
 import xxhash
 
 from curate.io import fs
-from curate.io.parquet import read_table, write_table
+from curate.io.parquet import DOCS_PLAIN, read_table, write_table
 
 BYTES_PER_PARTITION = 2 << 30  # about 600,000 web documents: one partition of ids stays small in memory
 
@@ -70,7 +70,7 @@ def apply_duplicates(parts: list[str], docs: str, ledger: str, rows_read: int, s
     if table.num_rows == rows_read:  # not yet rewritten
         keep = np.ones(table.num_rows, dtype=bool)
         keep[dups.column("row").to_numpy()] = False
-        write_table(docs, table.filter(pa.array(keep)))
+        write_table(docs, table.filter(pa.array(keep)), plain=DOCS_PLAIN)
     ids, rows, first = (dups.column(c).to_pylist() for c in ("id", "row", "first_input"))
     from curate.rundir import ledger_table, write_ledger
 
@@ -90,7 +90,7 @@ def take_columns(path: str, like: str) -> None:
     with fs.open_input(path) as handle:
         if pq.read_schema(handle).equals(schema):
             return
-    write_table(path, schema.empty_table())
+    write_table(path, schema.empty_table(), plain=DOCS_PLAIN)
 
 
 def _read(path: str) -> pa.Table:

@@ -7,8 +7,9 @@
 - The session is marked as curate's (`curate-driver.json`, the driver's pid); the watcher (watcher.py)
   ends its leftover processes when the driver is gone, and a later run reaps the sessions of dead
   drivers whose watcher was killed too. Only sessions curate marked are ever reaped.
-- Lean: the head starts without the two processes a run never uses (lean_head), and the cluster is stopped
-  without waiting for each of its processes to exit in turn (stop): ~1-2 s and ~1 CPU-second of every run.
+- Lean: the head starts without the two processes a run never uses (lean_head), its local clients retry a
+  socket every 50 ms rather than every second (QUICK_CONNECT), and the cluster is stopped without waiting for
+  each of its processes to exit in turn (stop): ~1-2 s and ~1 CPU-second of every run.
 """
 
 from __future__ import annotations
@@ -24,6 +25,12 @@ from curate.runner.watcher import reap
 
 MARK = "curate-driver.json"
 
+QUICK_CONNECT = {"raylet_client_connect_timeout_milliseconds": 50, "raylet_client_num_connect_attempts": 200}
+"""Ray's local clients (the raylet's object manager to its object store, a worker to its raylet) retry a socket
+that is not listening yet after `raylet_client_connect_timeout_milliseconds`, 1 s by default. The raylet's
+first try at its object store loses the race in about half of all starts (ray.init: 3.0 s instead of 2.0 s,
+5 of 10 starts measured); retried every 50 ms, the same 10 s in all, it always took 2.0 s (10 of 10)."""
+
 
 def start(num_cpus: int, **kwargs) -> str:
     """`ray.init` of a new local cluster for this driver; returns its session directory."""
@@ -32,7 +39,7 @@ def start(num_cpus: int, **kwargs) -> str:
     reap_dead_sessions()
     _token_auth()
     with lean_head():
-        ray.init(address="local", num_cpus=num_cpus, **kwargs)
+        ray.init(address="local", num_cpus=num_cpus, _system_config=QUICK_CONNECT, **kwargs)
     session = ray._private.worker._global_node.get_session_dir_path()
     with open(os.path.join(session, MARK), "w") as handle:
         json.dump({"pid": os.getpid()}, handle)

@@ -1,29 +1,55 @@
-"""The inline executor: runs a phase's tasks one after another in this process, for debugging (pdb works)
-and for small runs; the same `call_task` as on Ray, so outputs are the same."""
+"""The inline executor: runs a phase's tasks in this process, for small runs (no Ray start) and for
+debugging (`--workers 1`: one task after another, pdb works); the same `call_task` as on Ray, so outputs
+are the same."""
 
 from __future__ import annotations
 
 import os
 from collections.abc import Iterable, Iterator
+from concurrent.futures import ThreadPoolExecutor, as_completed
 
 from curate.runner.task import Work, call_task
 from curate.stages.phase import Task
 from curate.stages.resources import Resources, inline_tasks
 
 
+def machine_cores() -> int:
+    """The cores this process may run on (its affinity, which a container or `taskset` may narrow)."""
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+
+
 class InlineExecutor:
-    """Runs tasks one after another in this process: same code path, easy to debug with pdb."""
+    """Runs tasks in this process. A phase whose tasks may share a process (`Phase.concurrent`: they read
+    files, numpy and Arrow release the GIL) runs `workers` of them at a time on threads, as that many Ray
+    workers would; any other phase, and every phase with `workers=1`, runs one task after another, each
+    free to spread its own threads over the machine's cores (`task_cores`)."""
 
     name = "inline"
-    parallelism = 1
+
+    def __init__(self, workers: int | None = None):
+        self.cores = machine_cores()
+        self.parallelism = workers or self.cores
 
     def map(self, work: Work, tasks: Iterable[Task], resources: Resources) -> Iterator[tuple[Task, dict]]:
         tasks = list(tasks)
-        with inline_tasks(len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1):
-            if tasks:
-                work.prepare()
-            for task in tasks:
-                yield task, call_task(work, task)
+        if not tasks:
+            return
+        threads = min(self.parallelism, len(tasks)) if work.concurrent and not resources.gpus else 1
+        with inline_tasks(max(1, self.cores // threads)):
+            work.prepare()
+            if threads == 1:
+                for task in tasks:
+                    yield task, call_task(work, task)
+                return
+            pool = ThreadPoolExecutor(threads, thread_name_prefix="curate-task")
+            futures = {pool.submit(call_task, work, task): task for task in tasks}
+            try:
+                for future in as_completed(futures):  # as they finish, as on Ray; the first failure is raised at once
+                    yield futures[future], future.result()
+            finally:
+                # after a failure or Ctrl-C nothing more starts, and the caller does not wait for the tasks already
+                # running: they finish on their own (or die with the process), their outputs atomic as after a kill
+                pool.shutdown(wait=False, cancel_futures=True)
 
     def close(self) -> None:
         pass

@@ -53,7 +53,7 @@ class PhaseRunner:
         self.progress.start(label, len(phase.tasks), len(done), unit_of(phase.name, phase.accounts))
         results: dict[str, dict] = {}
         if todo:
-            work = Work(stage, phase.name, phase.run, phase.setup, self.rundir, tuple(phase.kernels))
+            work = Work(stage, phase.name, phase.run, phase.setup, self.rundir, tuple(phase.kernels), phase.concurrent)
             for task, result in self.executor.map(work, todo, phase.resources):
                 self.progress.update(result.get("in", 0))
                 log.debug("[%s] done: %s in %.2fs%s", label, task.where, result.get("seconds", 0.0),

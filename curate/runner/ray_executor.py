@@ -79,6 +79,10 @@ class RayExecutor:
         self.head = cluster.HeadWatch(_gcs_address(ray) if address else None)
         self.retries, self.task_memory_mb = retries, task_memory_mb
         self.parallelism = workers or max(1, int(ray.cluster_resources().get("CPU", 1)))
+        # Tasks submitted at once. On the embedded cluster, whose CPUs are the workers, Ray itself runs at most
+        # `parallelism` of them, so each worker gets a second one queued: a task of a few milliseconds (most of
+        # dedup's) no longer leaves its worker idle while the driver collects its result and submits the next.
+        self.queued = 2 * self.parallelism if self.session else self.parallelism
         if self.nodes > 1:
             log.info("Ray cluster of %d nodes, %d CPUs: at most %d tasks in flight", self.nodes,
                      int(ray.cluster_resources().get("CPU", 0)), self.parallelism)
@@ -145,7 +149,7 @@ class RayExecutor:
         queue.reverse()
         try:
             while queue or pending:
-                while queue and len(pending) < self.parallelism:
+                while queue and len(pending) < self.queued:
                     task = queue.pop()
                     pending[remote.remote(work_ref, task, *extra)] = task
                 for ref in self._wait(list(pending), work, list(pending.values())):

@@ -37,7 +37,7 @@ def describe(exc: BaseException) -> str:
 @dataclass(frozen=True)
 class Work:
     """What a worker needs for one phase: the stage and phase names (for markers and errors), the function
-    and its setup, and the run directory the markers go to."""
+    and its setup, and the run directory the markers go to; `concurrent`: see `Phase`."""
 
     stage: str
     phase: str
@@ -45,6 +45,7 @@ class Work:
     setup: Callable | None
     rundir: RunDir
     kernels: tuple = ()
+    concurrent: bool = False
 
     def prepare(self) -> None:
         """Compile the phase's kernels (outside any task's timer), then its setup."""
@@ -103,9 +104,24 @@ def call_task(work: Work, task: Task) -> dict:
         _guarded(work, task.where, work.rundir.write_json, work.rundir.marker(work.stage, work.phase, task.key), result)
         return result
     finally:
-        # Arrow's allocator keeps freed memory for reuse; a long-lived worker would otherwise hold the
-        # peak of every task it ever ran. Hand it back between tasks.
-        pa.default_memory_pool().release_unused()
+        _release_memory()
+
+
+RELEASE_AFTER = 256 << 20
+_released_at = 0   # the Arrow pool's total allocations when this process last handed memory back
+
+
+def _release_memory() -> None:
+    """Arrow's allocator keeps freed memory for reuse; a long-lived worker would otherwise hold the peak of every
+    task it ever ran. Handed back once RELEASE_AFTER bytes went through the pool since the last time (any task
+    that peaked that high), not after every task: the next task's first reads then faulted every page in again,
+    which made dedup's small tasks up to twice as slow."""
+    global _released_at
+    pool = pa.default_memory_pool()
+    total = pool.total_bytes_allocated()
+    if total - _released_at >= RELEASE_AFTER:
+        _released_at = total
+        pool.release_unused()
 
 
 def setup_and_call(work: Work, task: Task) -> dict:

@@ -1,24 +1,9 @@
 """The stages, registered by name (`@stage("name")`): the `use:` of a step in a pipeline file.
 
-Importing this package imports every stage module so that each registers itself in `STAGES`.
+`STAGES[name]` imports a built-in stage's module on first use (`registry.BUILT_IN`), so importing one stage
+(a Ray worker unpickling a task) does not import them all.
 """
 
-from curate.stages import (  # noqa: F401  (imported for their registration)
-    classify,
-    decontaminate,
-    dedup,
-    dual_use,
-    exact_dedup,
-    filter,
-    ingest,
-    manifest,
-    minhash,
-    mix,
-    pack,
-    pii,
-    signals,
-    tokenize,
-)
 from curate.stages.registry import STAGES, stage
 
 __all__ = ["STAGES", "stage"]

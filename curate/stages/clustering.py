@@ -67,19 +67,24 @@ def _column(run: RunDir, name: str, fn, job: ShardJob) -> dict:
     return fn(job.tag, table.column(name).combine_chunks())
 
 
+def _phase(name: str, tasks: list[Task], fn) -> Phase:
+    """A graph phase: each task reads and writes only its own files, so an inline run may run several at once."""
+    return Phase(name, tasks, fn, concurrent=True)
+
+
 def cluster(c: Clustering, run: RunDir, jobs: list[ShardJob], run_phase: PhaseRunner) -> None:
     g = c.graph
     parts = [Task(f"{p:05d}", f"partition {p}", p) for p in range(g.partitions)]
     shards = [Task(j.tag, f"source '{j.source}' shard {j.shard}", j) for j in jobs]
-    run_phase(Phase("buckets", parts, partial(graph.buckets, g, c.bands, c.verify is not None)))
+    run_phase(_phase("buckets", parts, partial(graph.buckets, g, c.bands, c.verify is not None)))
     if c.verify is not None:
         shingling = Shingling(**{**c.shingling, "normalize": tuple(c.shingling["normalize"])})
-        run_phase(Phase("verify-a", shards, partial(_column, run, "text", partial(verify.verify_a, g, shingling))))
-        run_phase(Phase("verify-b", shards, partial(_column, run, "text", partial(verify.verify_b, g, shingling, c.verify))))
-    run_phase(Phase("init", parts, partial(graph.init, g)))
+        run_phase(_phase("verify-a", shards, partial(_column, run, "text", partial(verify.verify_a, g, shingling))))
+        run_phase(_phase("verify-b", shards, partial(_column, run, "text", partial(verify.verify_b, g, shingling, c.verify))))
+    run_phase(_phase("init", parts, partial(graph.init, g)))
     for rnd in range(c.max_rounds):
-        run_phase(Phase(f"send-{rnd}", parts, partial(graph.send, g, rnd)))
-        if sum(r["changed"] for r in run_phase(Phase(f"receive-{rnd}", parts, partial(graph.receive, g, rnd)))) == 0:
+        run_phase(_phase(f"send-{rnd}", parts, partial(graph.send, g, rnd)))
+        if sum(r["changed"] for r in run_phase(_phase(f"receive-{rnd}", parts, partial(graph.receive, g, rnd)))) == 0:
             final = rnd + 1
             break
     else:
@@ -87,22 +92,22 @@ def cluster(c: Clustering, run: RunDir, jobs: list[ShardJob], run_phase: PhaseRu
     if c.sound is not None:
         _settle(c, run, shards, parts, final, run_phase)
     else:
-        run_phase(Phase("decide", parts, partial(graph.decide, g, c.policy, c.by_id, final)))
+        run_phase(_phase("decide", parts, partial(graph.decide, g, c.policy, c.by_id, final)))
         if c.by_id:
-            run_phase(Phase("idrank", shards, partial(_column, run, "id", partial(graph.idrank, g))))
-            run_phase(Phase("choose", parts, partial(graph.choose, g)))
-    run_phase(Phase("resolve", _queued(g, shards, "reps"), partial(_resolve, run, g)))
+            run_phase(_phase("idrank", shards, partial(_column, run, "id", partial(graph.idrank, g))))
+            run_phase(_phase("choose", parts, partial(graph.choose, g)))
+    run_phase(_phase("resolve", _queued(g, shards, "reps"), partial(_resolve, run, g)))
 
 
 def _settle(c: Clustering, run: RunDir, shards: list[Task], parts: list[Task], final: int, run_phase: PhaseRunner) -> None:
     """The sound mode's phases (`curate.dedup.sound`) in place of `decide`."""
     g, s = c.graph, c.sound
-    run_phase(Phase("decide", parts, partial(sound.route, g, final)))
-    run_phase(Phase("gather", _queued(g, shards, "sound", "route"), partial(_gather, run, g, s, c.by_id)))
-    run_phase(Phase("settle", parts, partial(sound.settle, g, s, c.policy, c.by_id)))
+    run_phase(_phase("decide", parts, partial(sound.route, g, final)))
+    run_phase(_phase("gather", _queued(g, shards, "sound", "route"), partial(_gather, run, g, s, c.by_id)))
+    run_phase(_phase("settle", parts, partial(sound.settle, g, s, c.policy, c.by_id)))
     for name, kind, fn in (("exact-a", "exact", sound.exact_a), ("exact-b", "exact-b", sound.exact_b)):
-        run_phase(Phase(name, _queued(g, shards, "sound", kind), partial(_column, run, "text", partial(fn, g, s))))
-    run_phase(Phase("finalize", parts, partial(sound.finalize, g, s)))
+        run_phase(_phase(name, _queued(g, shards, "sound", kind), partial(_column, run, "text", partial(fn, g, s))))
+    run_phase(_phase("finalize", parts, partial(sound.finalize, g, s)))
 
 
 def _gather(run: RunDir, g: graph.GraphDir, s: sound.Sound, by_id: bool, job: ShardJob) -> dict:
@@ -156,6 +161,7 @@ class ClusterStage(ShardStage):
     and the accounting phase that ledgers `<REASON>:<kept source>` and writes `RUN/<stage>/clusters/`."""
 
     REMOVES = True
+    CONCURRENT = True
     COLUMNS = ["id"]
     ROW_NUMBERS = True
     REASON = ""

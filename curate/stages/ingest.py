@@ -20,7 +20,7 @@ import pyarrow.compute as pc
 
 from curate.errors import BadShardError, ConfigError
 from curate.io import fs
-from curate.io.parquet import ParquetSink, read_table, write_table
+from curate.io.parquet import DOCS_PLAIN, ParquetSink, read_table, write_table
 from curate.readers import FORMATS, READERS
 from curate.readers.base import BadRecords, ReadOptions, ReadTask
 from curate.readers.duplicates import apply_duplicates, content_hash, id_partitions, later_copies_in, partitioned, take_columns
@@ -47,13 +47,15 @@ class IngestStage(Stage):
 
     def execute(self, tasks: list[Task[ReadTask]], run_phase) -> None:
         partitions = id_partitions(sum(t.payload.size for t in tasks))
-        reads = run_phase(Phase("read", tasks, partial(self.read, partitions, {t.key: i for i, t in enumerate(tasks)})))
+        order = {t.key: i for i, t in enumerate(tasks)}
+        reads = run_phase(Phase("read", tasks, partial(self.read, partitions, order), concurrent=True))
         inputs = [(t.source, t.shard, t.payload.relative) for t in tasks]
         checks = [Task(f"{s}/p{p:05d}", f"the ids of source '{s}' (partition {p})", (s, p))
                   for s in self.pipeline.sources for p in range(partitions)]
-        run_phase(Phase("ids", checks, partial(self.find_duplicates, inputs)))
+        run_phase(Phase("ids", checks, partial(self.find_duplicates, inputs), concurrent=True))
         by_key = {t.key: r for t, r in zip(tasks, reads)}
-        run_phase(Phase(ACCOUNTING, tasks, partial(self.settle, by_key, self.reference_shards(tasks, reads)), accounts=True))
+        run_phase(Phase(ACCOUNTING, tasks, partial(self.settle, by_key, self.reference_shards(tasks, reads)), accounts=True,
+                        concurrent=True))
         self.run.publish(self.name, IngestRecord([{"source": t.source, "shard": t.shard, "input": t.payload.relative}
                                                   for t in tasks]))
 
@@ -125,7 +127,7 @@ class IngestStage(Stage):
         stats: dict = {}
         reader = READERS[fmt.kind]
         options = ReadOptions(self.pipeline.execution["batch_rows"], source.columns, source.storage_options)
-        with ParquetSink(self.run.docs(rt.source, rt.shard), reader.schema(fmt)) as sink:
+        with ParquetSink(self.run.docs(rt.source, rt.shard), reader.schema(fmt), plain=DOCS_PLAIN) as sink:
             if rt.unreadable:
                 bad.add(f"{rt.id_prefix}/unreadable", "unreadable_file", "file", rt.unreadable)
                 stats["records"] = 1

@@ -47,6 +47,7 @@ class MinhashStage(ShardStage):
     GLOBAL = True                   # partitions and node numbers follow every source, in priority order
     PIPELINE_READS = ("priority",)
     ROW_NUMBERS = True
+    CONCURRENT = True
     KERNELS = ("minhash",)
     HOW_ONLY = ("threads",)
     OPTIONS = {

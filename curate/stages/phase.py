@@ -37,7 +37,8 @@ class Phase(Generic[P]):
     with a key keeps each source's markers and `outputs/<source>` when other options of its stage change
     (a model's scores survive a new keep threshold), and discards them when that source's key or upstream
     changes. Without a key, the phase's results go with the stage's per-source fingerprint.
-    `kernels` are compiled before the first task, timed apart.
+    `kernels` are compiled before the first task, timed apart. `concurrent`: its tasks may run at once in one
+    process (an inline run's threads): they share nothing mutable, and `setup()` prepares only what they read.
     """
 
     name: str
@@ -49,6 +50,7 @@ class Phase(Generic[P]):
     key: str | dict[str, str | None] | None = None
     outputs: tuple[str, ...] = ()
     kernels: tuple[str, ...] = ()   # numba kernels its tasks call, compiled before them (runner/kernels.py)
+    concurrent: bool = False
 
     @property
     def label(self) -> str:

@@ -48,7 +48,7 @@ def assigned_gpus() -> list:
         return []
 
 
-_inline_cores = 0  # while the inline executor runs tasks (one at a time, in its own process): the machine's cores
+_inline_cores = 0  # while the inline executor runs a phase: the cores each of its tasks may use
 
 
 @contextlib.contextmanager
@@ -63,7 +63,7 @@ def inline_tasks(cores: int):
 
 
 def task_cores() -> int:
-    """The cores a task may spread its own threads over: all of the machine's where tasks run inline, one at a
-    time (a kernel with a `threads` option then uses them all, as the workers of a Ray run would); one on a
-    Ray worker, which holds one CPU per task."""
+    """The cores a task may spread its own threads over: inline, the machine's cores shared among the tasks that
+    run at once (all of them for a task that runs alone: a kernel with a `threads` option then uses them all,
+    as the workers of a Ray run would); one on a Ray worker, which holds one CPU per task."""
     return _inline_cores or 1

@@ -68,6 +68,7 @@ class ShardStage(Stage):
     NEEDS = ("docs",)
     COLUMNS: list[str] | None = None   # the docs columns `process` reads (None: all)
     ROW_NUMBERS = False                # add `_row`, each document's row in the docs shard file
+    CONCURRENT = False                 # its shards may be processed at once in one process (`Phase.concurrent`)
     resources = Resources()
 
     def plan(self) -> list[Task[ShardRef]]:
@@ -77,7 +78,8 @@ class ShardStage(Stage):
         run_phase(self.shard_phase(tasks))
 
     def shard_phase(self, tasks: list[Task]) -> Phase:
-        return Phase(ACCOUNTING, tasks, self.run_shard, self.setup, self.resources, accounts=True, kernels=self.kernels())
+        return Phase(ACCOUNTING, tasks, self.run_shard, self.setup, self.resources, accounts=True, kernels=self.kernels(),
+                     concurrent=self.CONCURRENT)
 
     # ---- what a stage implements ------------------------------------------------------------------
     def setup(self) -> None:

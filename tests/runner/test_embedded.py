@@ -1,6 +1,6 @@
-"""The embedded Ray cluster is lean: no dashboard API server nor autoscaler monitor, workers that stay warm
-from one phase to the next (a phase that would run on actors sets up once per warm worker), and nothing
-of the cluster left once the executor is closed."""
+"""The embedded Ray cluster is lean: no dashboard API server nor autoscaler monitor, local sockets retried every
+50 ms, workers that stay warm from one phase to the next (a phase that would run on actors sets up once per warm
+worker) with a second task queued each, and nothing of the cluster left once the executor is closed."""
 
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ from functools import partial
 import ray.cloudpickle
 
 from curate.rundir import RunDir
+from curate.runner.embedded import QUICK_CONNECT
 from curate.runner.ray_executor import RayExecutor
 from curate.runner.task import Work
 from curate.runner.watcher import holders
@@ -30,6 +31,21 @@ def pid(payload) -> dict:
     return {"in": 1, "pid": os.getpid()}
 
 
+def span(payload) -> dict:
+    started = time.time()
+    time.sleep(0.05)
+    return {"in": 1, "start": started, "end": time.time()}
+
+
+def most_at_once(spans: list[dict]) -> int:
+    edges = sorted([(r["start"], 1) for r in spans] + [(r["end"], -1) for r in spans], key=lambda e: (e[0], e[1]))
+    running = peak = 0
+    for _, step in edges:
+        running += step
+        peak = max(peak, running)
+    return peak
+
+
 def test_the_embedded_cluster_is_lean_and_its_workers_stay_warm_across_phases(tmp_path):
     run, setups = RunDir(str(tmp_path / "run")), tmp_path / "setups"
     setups.mkdir()
@@ -40,8 +56,11 @@ def test_the_embedded_cluster_is_lean_and_its_workers_stay_warm_across_phases(tm
         commands = [open(f"/proc/{p}/cmdline", "rb").read() for p in holders(session)]
         assert any(b"raylet" in c for c in commands), commands
         assert not any(b"dashboard/dashboard.py" in c or b"autoscaler/_private/monitor.py" in c for c in commands), commands
+        config = ray._private.worker._global_node._config   # what the head's processes were started with
+        assert {k: config.get(k) for k in QUICK_CONNECT} == QUICK_CONNECT
         plain = [r for _, r in executor.map(Work("st", "plain", pid, None, run), tasks, Resources())]
         kept = [r for _, r in executor.map(Work("st", "model", pid, partial(setup, str(setups)), run), tasks, Resources(actor=True))]
+        spans = [r for _, r in executor.map(Work("st", "timed", span, None, run), [Task(f"t/{i}", f"t {i}", i) for i in range(12)], Resources())]
     finally:
         executor.close()
     assert {r["pid"] for r in kept} <= {r["pid"] for r in plain}, "the model phase ran in the warm workers, not new processes"
@@ -49,3 +68,5 @@ def test_the_embedded_cluster_is_lean_and_its_workers_stay_warm_across_phases(tm
     assert sorted(by) == sorted({str(r["pid"]) for r in kept}), "each worker set the phase up once, for all its tasks"
     assert len(kept) == len(tasks) and all(r["in"] == 1 for r in kept)
     assert holders(session) == [], "nothing of the cluster is left once the executor is closed"
+    # each worker has a task queued behind the one it runs, and still no more than 2 run at once
+    assert executor.queued == 4 and len(spans) == 12 and most_at_once(spans) == 2

@@ -22,12 +22,14 @@ from conftest import ZYDA2, env_with, kill_9_when, run_cli, tree_digest
 ray.cloudpickle.register_pickle_by_value(sys.modules[__name__])  # Ray workers get the test stage by value
 
 
-def test_workers_1_2_and_inline_give_byte_identical_outputs(sample_env, tmp_path):
-    assert run_cli(ZYDA2, "--output", tmp_path / "inline", "--inline", "-q") == 0
+def test_workers_1_2_and_inline_threaded_or_serial_give_byte_identical_outputs(sample_env, tmp_path):
+    assert run_cli(ZYDA2, "--output", tmp_path / "inline", "--inline", "-q") == 0   # tasks of concurrent phases on threads
+    assert run_cli(ZYDA2, "--output", tmp_path / "serial", "--inline", "--workers", "1", "-q") == 0   # one after another
     assert run_cli(ZYDA2, "--output", tmp_path / "w1", "--workers", "1", "-q") == 0
     assert run_cli(ZYDA2, "--output", tmp_path / "w2", "--workers", "2", "-q") == 0
     reference = tree_digest(tmp_path / "inline")
     assert len(reference) > 30
+    assert tree_digest(tmp_path / "serial") == reference
     assert tree_digest(tmp_path / "w1") == reference
     assert tree_digest(tmp_path / "w2") == reference
 

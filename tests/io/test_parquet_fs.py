@@ -1,0 +1,51 @@
+"""Writing and opening files: a docs shard's text without dictionary or statistics (and the other columns as
+before), the local-path short cut giving what fsspec gives, and the atomic writer publishing only whole files."""
+
+from __future__ import annotations
+
+import os
+
+import fsspec
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from curate.io import fs
+from curate.io.parquet import DOCS_PLAIN, ParquetSink, read_table, write_table
+
+
+def _encodings(path) -> dict[str, tuple]:
+    meta = pq.ParquetFile(path).metadata.row_group(0)
+    return {meta.column(i).path_in_schema: (meta.column(i).encodings, meta.column(i).statistics is not None)
+            for i in range(meta.num_columns)}
+
+
+def test_plain_columns_have_no_dictionary_nor_statistics_and_the_rest_keep_both(tmp_path):
+    table = pa.table({"id": ["a", "b", "a"], "text": ["one page", "another page", "one page"], "url": ["u", "u", "v"]})
+    write_table(str(tmp_path / "docs.parquet"), table, plain=DOCS_PLAIN)
+    write_table(str(tmp_path / "kept.parquet"), table)
+    docs, kept = _encodings(tmp_path / "docs.parquet"), _encodings(tmp_path / "kept.parquet")
+    assert "RLE_DICTIONARY" not in docs["text"][0] and docs["text"][1] is False
+    assert "RLE_DICTIONARY" in docs["id"][0] and docs["id"][1] is True and docs["url"] == kept["url"]
+    assert "RLE_DICTIONARY" in kept["text"][0] and kept["text"][1] is True   # outputs other than docs: unchanged
+    assert read_table(str(tmp_path / "docs.parquet")).equals(table)
+    with ParquetSink(str(tmp_path / "empty.parquet"), table.schema, plain=DOCS_PLAIN):
+        pass                                                                # no batch: the schema alone, still plain
+    assert pq.read_schema(tmp_path / "empty.parquet").names == ["id", "text", "url"]
+
+
+@pytest.mark.parametrize("path", ["/tmp/a", "/tmp/a/", "/tmp//a/./b", "/", "/tmp/a b/c.parquet", "/tmp/a::memory://b"])
+def test_an_absolute_local_path_gives_what_fsspec_gives(path):
+    ours, theirs = fs.filesystem(path), fsspec.core.url_to_fs(path)
+    assert type(ours[0]) is type(theirs[0]) and ours[1] == theirs[1]
+
+
+def test_the_atomic_writer_makes_folders_and_publishes_only_a_whole_file(tmp_path):
+    target = tmp_path / "new" / "deeper" / "f.bin"
+    fs.write_bytes(str(target), b"whole")
+    assert target.read_bytes() == b"whole"
+    with pytest.raises(RuntimeError):
+        with fs.AtomicWriter(str(tmp_path / "new" / "g.bin")) as handle:
+            handle.write(b"half")
+            raise RuntimeError("killed mid-write")
+    assert sorted(os.listdir(tmp_path / "new")) == ["deeper"], "neither the file nor its temporary is left"
