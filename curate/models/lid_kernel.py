@@ -19,6 +19,8 @@ import math
 import numpy as np
 from numba import njit
 
+from curate.signals.utf8 import same_bytes
+
 _FNV_OFFSET = np.uint32(2166136261)
 _FNV_PRIME = np.uint32(16777619)
 LABEL_PREFIX = np.frombuffer(b"__label__", np.uint8)
@@ -86,14 +88,8 @@ def _find_word(data, s, e, h, table, word_data, word_starts, word_ends):
         if w < 0:
             return -1
         ws = word_starts[w]
-        if word_ends[w] - ws == e - s:
-            same = True
-            for k in range(e - s):
-                if word_data[ws + k] != data[s + k]:
-                    same = False
-                    break
-            if same:
-                return w
+        if word_ends[w] - ws == e - s and same_bytes(word_data, ws, data, s, e - s):
+            return w
         slot = (slot + 1) & mask
 
 

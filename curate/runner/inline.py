@@ -4,18 +4,13 @@ are the same."""
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor, as_completed
 
+from curate.io.process import usable_cores
 from curate.runner.task import Work, call_task
 from curate.stages.phase import Task
 from curate.stages.resources import Resources, inline_tasks
-
-
-def machine_cores() -> int:
-    """The cores this process may run on (its affinity, which a container or `taskset` may narrow)."""
-    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
 
 
 class InlineExecutor:
@@ -27,7 +22,7 @@ class InlineExecutor:
     name = "inline"
 
     def __init__(self, workers: int | None = None):
-        self.cores = machine_cores()
+        self.cores = usable_cores()
         self.parallelism = workers or self.cores
 
     def map(self, work: Work, tasks: Iterable[Task], resources: Resources) -> Iterator[tuple[Task, dict]]:

@@ -17,6 +17,7 @@ from collections.abc import Iterable, Iterator
 
 from curate import terminate
 from curate.errors import CurateError, StageError
+from curate.io.process import usable_cores
 from curate.runner import cluster, embedded
 from curate.runner.task import PhaseActor, Work, describe, kept_and_call, setup_and_call
 from curate.runner.watcher import Watcher
@@ -66,7 +67,7 @@ class RayExecutor:
                 cluster.join(address, forward, **kwargs)
                 self.watcher = Watcher(None, _gcs_address(ray), placement.run)
             else:  # "local": our own embedded cluster, even when another one runs on this machine
-                self.session = embedded.start(workers or os.cpu_count(), **kwargs)
+                self.session = embedded.start(workers or usable_cores(), **kwargs)
                 self.watcher = Watcher(self.session, None, placement.run)
             terminate.install()  # ray.init put its own SIGTERM handler in place of curate's
         alive = cluster.alive_nodes()

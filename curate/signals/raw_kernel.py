@@ -17,7 +17,7 @@ import numba as nb
 import numpy as np
 
 from .unicode_tables import LOWER_OR_TITLE, SPACE, UPPER, WORD
-from .utf8 import decode as _decode
+from .utf8 import decode as _decode, same_bytes
 
 #: per-document integer outputs, column order of the ``doc`` matrix
 DOC_FIELDS = (
@@ -96,15 +96,7 @@ def _in_word_set(k0, k1, text, s, e, slots, keys, set_data, set_off):
     while slots[j] >= 0:
         k = slots[j]
         if keys[k, 0] == k0 and keys[k, 1] == k1 and keys[k, 2] == e - s:
-            if e - s <= 16:
-                return True
-            base = set_off[k]
-            same = True
-            for i in range(16, e - s):
-                if set_data[base + i] != text[s + i]:
-                    same = False
-                    break
-            if same:
+            if e - s <= 16 or same_bytes(set_data, set_off[k] + 16, text, s + 16, e - s - 16):
                 return True
         j = (j + 1) & mask
     return False

@@ -1,4 +1,5 @@
-"""UTF-8 decoding inside numba kernels: both signal kernels walk Arrow's UTF-8 buffer byte by byte."""
+"""UTF-8 inside numba kernels: decoding (both signal kernels walk Arrow's UTF-8 buffer byte by byte) and comparing
+byte runs in place (the hash-table probes of the signal and language-id kernels)."""
 
 import numba as nb
 import numpy as np
@@ -19,3 +20,12 @@ def decode(data, p, end):
     if b0 >= 0xC0 and b0 < 0xE0 and p + 1 < end:
         return ((b0 & 0x1F) << 6) | (np.int64(data[p + 1]) & 0x3F), 2
     return 0xFFFD, 1
+
+
+@nb.njit(cache=True, inline="always")
+def same_bytes(a, i, b, j, n):
+    """Whether ``a[i:i + n]`` equals ``b[j:j + n]``, compared in place (no slice per probe)."""
+    for k in range(n):
+        if a[i + k] != b[j + k]:
+            return False
+    return True

@@ -41,6 +41,14 @@ class Registry(MutableMapping):
     def __len__(self) -> int:
         return len(dict.fromkeys([*BUILT_IN, *self._classes]))
 
+    def register(self, name: str, cls: type) -> None:
+        """Add `cls` under `name`; a second class under a name already taken is refused."""
+        known = self._classes.get(name)
+        if known is not None and known is not cls:
+            raise ValueError(f"two stages are called {name!r}: {known.__name__} and {cls.__name__}")
+        cls.KIND = name
+        self._classes[name] = cls
+
 
 STAGES = Registry()
 
@@ -49,11 +57,7 @@ def stage(name: str):
     """Register a stage class under `name`: `@stage("dedup") class DedupStage(Stage): ...`."""
 
     def register(cls):
-        known = STAGES._classes.get(name)
-        if known is not None and known is not cls:
-            raise ValueError(f"two stages are called {name!r}: {known.__name__} and {cls.__name__}")
-        cls.KIND = name
-        STAGES[name] = cls
+        STAGES.register(name, cls)
         return cls
 
     return register

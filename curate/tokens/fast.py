@@ -7,10 +7,11 @@ the first real batch; any mismatch switches back to HF for good.
 
 from __future__ import annotations
 
-import os
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
+
+from curate.io.process import usable_cores
 
 from .batch import Tokens, clean_text
 
@@ -23,13 +24,6 @@ PROBES = [
 ]
 
 
-def cpu_count() -> int:
-    try:
-        return max(1, len(os.sched_getaffinity(0)))
-    except AttributeError:
-        return os.cpu_count() or 1
-
-
 class TiktokenGPT2:
     """encode_batch over a thread pool; tiktoken releases the GIL and returns numpy buffers."""
 
@@ -38,7 +32,7 @@ class TiktokenGPT2:
 
         from . import gpt2
 
-        self.num_threads = num_threads or cpu_count()
+        self.num_threads = num_threads or usable_cores()
         self.encoding = tiktoken.Encoding(
             "curate-gpt2", pat_str=gpt2.PATTERN, mergeable_ranks=gpt2.mergeable_ranks(),
             special_tokens={gpt2.EOS: gpt2.EOS_ID}, explicit_n_vocab=50257,
