@@ -31,7 +31,7 @@ def _run(args) -> int:
 
 def _run_logged(args, pipeline, output: str, log_path: str | None) -> int:
     from curate.runner.progress import Progress
-    from curate.rundir import RunDir
+    from curate.rundir import PackRecord, RunDir
     from curate.runner.run import render, run_pipeline, storage_errors
     from curate.runner.summary import compile_note, model_notes
     from curate.sample.quickstart import ensure_sample
@@ -49,7 +49,8 @@ def _run_logged(args, pipeline, output: str, log_path: str | None) -> int:
         for line in compile_note(rows) + model_notes(run, [s.name for s in pipeline.stages], rows, pipeline.priority):
             print(line)
     report = _report(_absolute(output)) if not args.no_report else None
-    outputs = [name for name, path in (("kept/", run.path("kept")), ("tokens/", run.path("tokens")), ("ledger/", run.path("ledger")),
+    packs = [(f"{s.name}/", run.path(s.name)) for s in pipeline.stages if run.find_record(s.name, PackRecord) is not None]
+    outputs = [name for name, path in (("kept/", run.path("kept")), *packs, ("ledger/", run.path("ledger")),
                                        ("manifest.json", run.manifest_file), ("report.html", report), ("summary.json", run.summary_file),
                                        ("logs/", run.root if log_path else None)) if path and _exists(path)]
     how = f"stopped after {args.until}" if args.until else "done"

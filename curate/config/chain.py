@@ -45,8 +45,8 @@ def check_chain(steps: list, registry: Mapping[str, type], file: str) -> None:
             step.upstream.update({f"{TABLES}.{name}": name for name in keyed_steps(steps, registry, step.name)})
         for product in cls.PRODUCES:
             provided[product] = step.name
-        if cls.VIEW and step.name in RESERVED:
-            raise ConfigError(file, key, f"a {step.kind} step writes its table to RUN/<step name>/, and '{step.name}' is a "
+        if step.name in RESERVED and (cls.VIEW or any(t.split("/")[0] == step.name for t in cls.tables(step.name))):
+            raise ConfigError(file, key, f"a {step.kind} step writes its files to RUN/<step name>/, and '{step.name}' is a "
                                          "folder of every run; rename the step")
     check_columns(steps, registry, file)
 

@@ -239,6 +239,17 @@ def remove(path: str) -> None:
         fs.rm(stripped, recursive=True)
 
 
+def move(path: str, dest: str) -> None:
+    """Move a file or folder to `dest` (a rename where the filesystem has one; copy and delete on object stores)."""
+    fs, stripped = filesystem(path)
+    _, target = filesystem(dest)
+    if is_local(fs):
+        os.makedirs(os.path.dirname(target), exist_ok=True)
+        os.replace(stripped, target)
+    else:
+        fs.mv(stripped, target, recursive=True)
+
+
 def remove_temporaries(root: str) -> int:
     """Delete the temporary files (`<name>.tmp-<hex>`) that killed tasks left under a local run directory;
     object stores have none (an upload appears only when complete). Returns how many were removed."""

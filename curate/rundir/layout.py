@@ -11,7 +11,9 @@ RUN/ledger/<stage>/<source>/<shard>.parquet
 RUN/edits/<step>/<source>/<shard>.parquet  spans a text-editing step (pii) replaced; later steps apply them (pii/edits.py)
 RUN/<stage>/clusters/<source>/...         a dedup step's clusters (id, source, cluster, kept)
 RUN/_work/<stage>/...                     a stage's intermediate files (band keys, graph rounds, scans, scores)
-RUN/tokens/docs/<source>/<shard>.parquet  token ids per document; RUN/tokens/<source>.bin/.idx (.ds)
+RUN/<tokenize step>/<source>/<shard>.parquet  token ids per document (id, tokens, copies, source)
+RUN/<pack step>/<source>.bin/.idx (.ds)   packed tokens per source, one file set per format (tokens/formats.py);
+RUN/<pack step>/_shards/<source>/<shard>.*  the shards merged into them (RUN/tokens/ before: runner/migrate.py)
 RUN/_state/<stage>/stage.json             per source: the fingerprint and its named parts; completion
 RUN/_state/<stage>/record.json            what the stage publishes for later steps (records.py)
 RUN/_state/<stage>/<phase>/<task>.json    completion marker and counts of one task
@@ -28,7 +30,6 @@ from dataclasses import dataclass
 from curate.io import fs
 
 ACCOUNTING = "shards"
-TOKEN_SUFFIXES = {"megatron": (".bin", ".idx"), "datatrove": (".ds", ".ds.index", ".ds.metadata")}
 
 
 @dataclass(frozen=True)
@@ -82,20 +83,24 @@ class RunDir:
     def clusters_glob(self) -> str:
         return self.path("*", "clusters", "*", "*.parquet")
 
-    # ---- tokens ----------------------------------------------------------------------------------
-    def token_docs(self, source: str, shard: str) -> str:
-        return self.path("tokens", "docs", source, f"{shard}.parquet")
+    # ---- tokens: a tokenize step's table and a pack step's files, each under its step's name -------
+    def token_docs(self, step: str, source: str, shard: str) -> str:
+        """Token ids per document of one docs shard, as tokenize step `step` wrote them."""
+        return self.table(step, source, shard)
 
-    def token_shard(self, source: str, shard: str) -> str:
-        """Prefix of one packed docs shard, before the per-source merge."""
-        return self.path("tokens", "_shards", source, shard)
+    def token_shard(self, step: str, source: str, shard: str) -> str:
+        """Prefix of one docs shard packed by pack step `step`, before the per-source merge."""
+        return self.path(step, "_shards", source, shard)
 
-    def token_prefix(self, source: str) -> str:
-        return self.path("tokens", source)
+    def token_prefix(self, step: str, source: str) -> str:
+        """Prefix of a source's packed files (`<prefix>.bin`, ...) written by pack step `step`."""
+        return self.path(step, source)
 
-    def token_files(self, source: str, formats: list[str]) -> list[str]:
-        """The merged token files of a source, relative to the run."""
-        return [f"tokens/{source}{suffix}" for fmt in formats for suffix in TOKEN_SUFFIXES[fmt]]
+    def token_files(self, step: str, source: str, formats: list[str]) -> list[str]:
+        """The merged token files of a source, relative to the run, in the order of `formats`."""
+        from curate.tokens.formats import get
+
+        return [f"{step}/{source}{suffix}" for fmt in formats for suffix in get(fmt).suffixes]
 
     # ---- whole-run files -------------------------------------------------------------------------
     @property

@@ -8,8 +8,9 @@ kind of table over all steps of that kind (`signals`, `scores`, `dual_use`, `edi
 A source's own `source` column, if it has one (Zyda does), is shown as `source_column`. In `clusters`,
 `kept_by_dedup` says whether the dedup step kept the document (a later step may still remove it) and `in_kept`
 whether it is in kept/ at the end (NULL before the run wrote kept/). `tokens` has one row per tokenized
-document: `source`, `id`, `tokens` (its token count, with the EOS the tokenize step adds) and `copies` (how
-many times the mix writes it). Remote runs (s3://, gs://, ...) are read through fsspec.
+document and tokenize step: `source`, `id`, `tokens` (its token count, with the EOS the tokenize step adds),
+`copies` (how many times the mix writes it) and `step` (the tokenize step, whose files are RUN/<step>/; found by
+the tokenizer record it published). Remote runs (s3://, gs://, ...) are read through fsspec.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ import duckdb
 from curate.errors import CurateError
 from curate.io import fs
 from curate.rundir.layout import RunDir
+from curate.rundir.records import TokenizerRecord
 from curate.run_folders import BY_STEP, SOURCED, TABLES
 from curate.sql import connect as sql_connect
 from curate.sql import quote, read_parquet
@@ -28,10 +30,7 @@ from curate.sql import quote, read_parquet
 
 def keyed_tables(run: RunDir) -> list[dict]:
     """Every id-keyed table the run's steps listed in their records ({name, view, kind, path, key, columns}), by step name."""
-    found = []
-    for path in sorted(fs.glob(run.path("_state", "*", "record.json"))):
-        found += run.tables_of(path.rstrip("/").rsplit("/", 2)[-2])
-    return found
+    return [table for step in _published(run) for table in run.tables_of(step)]
 
 
 def connect(root: str) -> duckdb.DuckDBPyConnection:
@@ -59,12 +58,22 @@ def connect(root: str) -> duckdb.DuckDBPyConnection:
         kept = "(SELECT DISTINCT source, id, true AS in_kept FROM kept)" if "kept" in _views(con) else None
         con.execute(f"CREATE VIEW clusters AS SELECT c.*, coalesce(k.in_kept, false) AS in_kept FROM ({scan}) c "
                     f"LEFT JOIN {kept} k USING (source, id)" if kept else f"CREATE VIEW clusters AS SELECT *, NULL::BOOLEAN AS in_kept FROM ({scan})")
-    parts = [f"SELECT {quote(source)} AS source, id, len(tokens) AS tokens, copies FROM "
-             f"{read_parquet(con, run.path('tokens', 'docs', source, '*.parquet'))}"
-             for source in run.table_sources("tokens/docs")] if fs.glob(run.path("tokens", "docs", "*", "*.parquet")) else []
+    parts = [f"SELECT {quote(source)} AS source, id, len(tokens) AS tokens, copies, {quote(step)} AS step FROM "
+             f"{read_parquet(con, run.table_glob(step, source))}"
+             for step in tokenize_steps(run) for source in run.table_sources(step)]
     if parts:
         con.execute("CREATE VIEW tokens AS " + " UNION ALL ".join(parts))
     return con
+
+
+def tokenize_steps(run: RunDir) -> list[str]:
+    """The steps that published a tokenizer: each wrote its token documents to RUN/<step>/<source>/."""
+    return [step for step in _published(run) if (run.read_json(run.path("_state", step, "record.json")) or {}).get("kind")
+            == TokenizerRecord.__name__]
+
+
+def _published(run: RunDir) -> list[str]:
+    return [path.rstrip("/").rsplit("/", 2)[-2] for path in sorted(fs.glob(run.path("_state", "*", "record.json")))]
 
 
 def _by_step(con: duckdb.DuckDBPyConnection, run: RunDir, table: str) -> list[str]:

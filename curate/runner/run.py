@@ -28,6 +28,7 @@ from curate.runner.phaserunner import PhaseRunner
 from curate.runner.progress import Progress
 from curate.runner.runlog import mark_started
 from curate.runner.resume import compare, settle, upstream_of
+from curate.runner.migrate import migrate
 from curate.runner.stale import remove_stale
 from curate.runner.summary import dedup_flags, render
 from curate.stages import STAGES
@@ -121,6 +122,7 @@ def storage_errors(what: str, path: str):
 def _run_locked(pipeline, run, stages, first, until, inline, address, workers, progress) -> list[dict]:
     if removed := fs.remove_temporaries(run.root):
         log.info("removed %d temporary files that an interrupted run left behind", removed)
+    migrate(run, pipeline, STAGES)   # a run of an earlier version: its token files move under their steps, once
     ex = pipeline.execution
     runner = PhaseRunner(run, progress, inline, address, workers or ex["workers"], ex["retries"], ex["task_memory_mb"],
                          placement(pipeline, run))

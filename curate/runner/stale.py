@@ -2,7 +2,7 @@
 
 A step removed from the pipeline or switched off (`enabled: false`), or a run folder reused by a
 pipeline with fewer steps or sources, must not leave `scores/`, `quarantine/`, `edits/<step>`, `dedup/clusters`,
-`tokens/<old source>.*` or a manifest behind for `curate query` to show as live. A source that left the
+a tokenize or pack step's folder or a manifest behind for `curate query` to show as live. A source that left the
 pipeline is removed from every stage's outputs by the stages themselves (its fingerprint is gone, see
 `resume.settle`); what no step of the pipeline writes any more is removed here, before the run starts.
 """
@@ -44,17 +44,12 @@ def remove_stale(run: RunDir, pipeline, registry) -> None:
             fs.remove(path)
     written = {"kept", *(t for s in pipeline.stages for t in registry[s.kind].tables(s.name))}
     parts = [f"{table}/{_name(p)}" for table in BY_STEP for p in fs.glob(run.path(table, "*"))]
-    for table in (*TABLES, *parts, "tokens/docs", "tokens/_shards"):   # a part of an earlier layout goes too
+    for table in (*TABLES, *parts):
         if table in BY_STEP and any(t.startswith(f"{table}/") for t in written):
             continue
         if table not in written and fs.exists(run.path(*table.split("/"))):
             log.info("removing %s/: no step of the pipeline writes it any more", table)
             fs.remove(run.path(*table.split("/")))
-    if "pack" not in kinds:
-        for path in fs.glob(run.path("tokens", "*")):
-            if _name(path) not in ("docs", "_shards"):
-                log.info("removing tokens/%s: the pipeline has no pack step any more", _name(path))
-                fs.remove(path)
     if "manifest" not in kinds and fs.exists(run.manifest_file):
         log.info("removing manifest.json: the pipeline has no manifest step any more")
         fs.remove(run.manifest_file)

@@ -2,9 +2,10 @@
 
 Each actor loads the tokenizer once (`setup`). `resources` places the actors through Ray (e.g.
 `num_gpus: 1` puts them on GPU nodes of a cluster; a cluster without GPUs runs them on CPUs). When a mix
-step ran, each document carries its number of copies from the mixture plan. Output:
-`RUN/tokens/docs/<source>/<shard>.parquet` with (source, id, tokens, copies); it publishes the tokenizer's
-identity, vocabulary size and special ids for the pack and manifest steps.
+step ran, each document carries its number of copies from the mixture plan. Output, under the step's own name:
+`RUN/<step>/<source>/<shard>.parquet` with (source, id, tokens, copies), so two tokenize steps never share a file;
+it publishes the tokenizer's identity, vocabulary size and special ids for the pack and manifest steps, which find
+the step (and so its files) through their `upstream`.
 """
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ SCHEMA = pa.schema([("id", pa.string()), ("tokens", pa.large_list(pa.int32())), 
 class TokenizeStage(ShardStage):
     USES = ("mix",)
     PRODUCES = ("tokens",)
-    TABLES = ("tokens/docs",)
+    TABLES = ("{step}",)
     COLUMNS = ["id", "text"]
     OPTIONS = {
         "tokenizer": Field((str,), default="gpt2", doc="path to tokenizer.json, 'gpt2' (offline), or a Hub name (online)"),
@@ -69,7 +70,7 @@ class TokenizeStage(ShardStage):
         self.plan = self.run.record(self.upstream["mix"], MixRecord).plan if "mix" in self.upstream else None
 
     def sink(self, shard: ShardRef) -> ParquetSink:
-        return SourceSink(self.run.token_docs(shard.source, shard.shard), shard.source, SCHEMA)
+        return SourceSink(self.run.token_docs(self.name, shard.source, shard.shard), shard.source, SCHEMA)
 
     def process(self, table: pa.Table, shard: ShardRef) -> Output | None:
         if not table.num_rows:

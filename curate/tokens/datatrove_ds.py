@@ -20,8 +20,9 @@ import math
 
 import numpy as np
 
-from ..io.fs import AtomicWriter, write_bytes
+from ..io.fs import AtomicWriter, read_bytes, write_bytes
 from .batch import Tokens
+from .formats import TokenFormat, token_format
 from .pack import Packed
 
 
@@ -128,3 +129,24 @@ class DsWriter:
     def __exit__(self, exc_type, exc, tb):
         self.close() if exc_type is None else self.abort()
         return False
+
+
+@token_format
+class Datatrove(TokenFormat):
+    """`prefix.ds` (+ `.index`, `.metadata`): whole documents in packing order, no padding (see the module's notes)."""
+
+    name = "datatrove"
+    suffixes = (".ds", ".ds.index", ".ds.metadata")
+
+    def write(self, prefix: str, tokens: Tokens, packed: Packed | None, *, vocab_size: int, tokenizer_name: str,
+              layout: str = "chunks") -> int:
+        with DsWriter(prefix + ".ds", vocab_size=vocab_size, tokenizer_name=tokenizer_name) as ds:
+            ds.write_tokens(tokens) if packed is None else ds.add_packed(packed, tokens)
+            return ds.num_tokens
+
+    def merge(self, prefix: str, parts: list[str], *, vocab_size: int, tokenizer_name: str) -> None:
+        with DsWriter(prefix + ".ds", vocab_size=vocab_size, tokenizer_name=tokenizer_name) as ds:
+            for part in parts:
+                ids = np.frombuffer(read_bytes(part + ".ds"), ds.dtype)
+                ends = np.frombuffer(read_bytes(part + ".ds.index"), np.uint64).astype(np.int64)
+                ds.write(ids, np.diff(np.concatenate([[0], ends])))

@@ -16,6 +16,7 @@ import numpy as np
 
 from ..io.fs import AtomicWriter, filesystem, write_bytes
 from .batch import Tokens
+from .formats import TokenFormat, token_format
 from .pack import Packed
 from .tokenizer import megatron_dtype
 
@@ -163,3 +164,23 @@ def read_megatron(prefix: str) -> MegatronIndex:
     with fs.open(path, "rb") as f:
         tokens = np.frombuffer(f.read(), np.dtype(dtype).newbyteorder("<"))
     return MegatronIndex(dtype, lengths, pointers, docs, tokens)
+
+
+@token_format
+class Megatron(TokenFormat):
+    """`prefix.bin/.idx`: every chunk a Megatron sequence and every packed sequence a Megatron document (see `add_packed`)."""
+
+    name = "megatron"
+    suffixes = (".bin", ".idx")
+
+    def write(self, prefix: str, tokens: Tokens, packed: Packed | None, *, vocab_size: int, tokenizer_name: str,
+              layout: str = "chunks") -> int:
+        with MegatronWriter(prefix, vocab_size=vocab_size) as writer:
+            writer.add_documents(tokens) if packed is None else writer.add_packed(packed, layout=layout)
+            return writer.num_tokens
+
+    def merge(self, prefix: str, parts: list[str], *, vocab_size: int, tokenizer_name: str) -> None:
+        with MegatronWriter(prefix, vocab_size=vocab_size) as writer:
+            for part in parts:
+                index = read_megatron(part)
+                writer.add(index.tokens, index.lengths, np.diff(index.document_indices))

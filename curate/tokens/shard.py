@@ -2,7 +2,7 @@
 
 `encode_documents` is the tokenize stage's work per Arrow batch (ids with EOS/BOS, as an Arrow list
 column); `pack_shard` is the pack stage's work per docs shard (mixture copies, packing, shuffle,
-Megatron `.bin/.idx` and datatrove `.ds`). `write_shard` chains the two for one list of texts, so
+each format's files, see formats.py). `write_shard` chains the two for one list of texts, so
 `bench/bench_tokenize.py` times the very calls the pipeline makes.
 """
 
@@ -15,7 +15,6 @@ from .batch import Tokens
 from .pack import pack_documents
 from .tokenizer import TextTokenizer
 
-FORMATS = ("megatron", "datatrove")
 METHODS = ("best_fit", "concat", "none")
 
 
@@ -51,11 +50,10 @@ def pack_shard(tokens: Tokens, prefix: str, *, vocab_size: int, seq_len: int, me
 
     `method`: best_fit (split documents longer than seq_len, then best-fit-decreasing), concat (cut
     windows), or none (one sequence per document, as Megatron's preprocess_data writes).
-    Files: megatron -> prefix.bin + prefix.idx; datatrove -> prefix.ds (+ .index, .metadata): whole documents
-    in packing order, no padding (see datatrove_ds.py).
+    Files: each of `formats` (names of `curate.tokens.formats`) writes its own beside `prefix`, e.g. megatron
+    prefix.bin + prefix.idx; datatrove prefix.ds (+ .index, .metadata): whole documents in packing order, no padding.
     """
-    from .datatrove_ds import DsWriter
-    from .megatron import MegatronWriter
+    from .formats import get
 
     if method not in METHODS:
         raise ValueError(f"packing method must be one of {METHODS}, not {method!r}")
@@ -65,14 +63,9 @@ def pack_shard(tokens: Tokens, prefix: str, *, vocab_size: int, seq_len: int, me
     else:
         packed, pack_stats = pack_documents(tokens, seq_len, eos_id=None, method=method, seed=seed)
         stats = pack_stats.as_dict()
-    if "megatron" in formats:
-        with MegatronWriter(prefix, vocab_size=vocab_size) as writer:
-            writer.add_documents(tokens) if packed is None else writer.add_packed(packed, layout=layout)
-            stats["tokens_written"] = writer.num_tokens
-    if "datatrove" in formats:
-        with DsWriter(prefix + ".ds", vocab_size=vocab_size, tokenizer_name=tokenizer_name) as ds:
-            ds.write_tokens(tokens) if packed is None else ds.add_packed(packed, tokens)
-            stats["tokens_written"] = ds.num_tokens
+    for name in formats:
+        stats["tokens_written"] = get(name).write(prefix, tokens, packed, vocab_size=vocab_size, tokenizer_name=tokenizer_name,
+                                                  layout=layout)
     return stats
 
 
@@ -80,8 +73,10 @@ def write_shard(texts, tokenizer: TextTokenizer, prefix: str, *, fmt: str = "meg
                 seq_len: int = 2049, seed: int | None = 0, append_eos: bool = True, add_bos: bool = False,
                 batch_docs: int = 4096, layout: str = "chunks") -> dict:
     """Tokenize `texts` (a list of str or an Arrow string array) in batches and pack them as one shard."""
-    if fmt not in FORMATS:
-        raise ValueError(f"fmt must be one of {FORMATS}, not {fmt!r}")
+    from .formats import names
+
+    if fmt not in names():
+        raise ValueError(f"fmt must be one of {tuple(names())}, not {fmt!r}")
     eos = tokenizer.eos_id if append_eos else None
     bos = tokenizer.bos_id if add_bos else None
     if append_eos and eos is None:

@@ -299,7 +299,7 @@ def test_mix_rehydrates_by_cluster_size_and_shows_it_in_the_plan(drift):
     size = {(s, i): n for s, i, n in duckdb.sql(
         f"SELECT source, id, represents FROM read_parquet('{run}/dedup/clusters/*/*.parquet') WHERE kept").fetchall()}
     got = {(s, i): n for s, i, n in duckdb.sql(
-        f"SELECT split_part(filename, '/', -2), id, copies FROM read_parquet('{run}/tokens/docs/*/*.parquet', filename=true)").fetchall()}
+        f"SELECT split_part(filename, '/', -2), id, copies FROM read_parquet('{run}/tokenize/*/*.parquet', filename=true)").fetchall()}
     live = set(texts) - {(s, i) for s, i, _, _ in removed_of(run)}   # what the dedup step kept
     for source in SOURCES:  # the source keeps its characters: sum(chars x weight) / factor == chars
         mine = [k for k in live if k[0] == source]

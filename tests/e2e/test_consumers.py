@@ -17,7 +17,7 @@ import pytest
 from curate.tokens.tokenizer import load_tokenizer
 from conftest import ZYDA2, run_cli
 
-TABLES = ("kept", "signals", "quality_model", "ledger", "tokens/docs")   # quality_model: the classify step (RUN/<step>/)
+TABLES = ("kept", "signals", "quality_model", "ledger", "tokenize")   # quality_model, tokenize: steps (RUN/<step>/)
 
 
 @pytest.fixture(scope="module")
@@ -93,16 +93,16 @@ def test_pandas_polars_pyarrow_duckdb_load_each_table_in_one_call(run):
     assert len(zyda) and zyda["source_column"].notna().all() and zyda["int_score"].isna().all()
 
 
-def _copy_ds(run, source, folder):
+def _copy_ds(run, source, prefix, folder):
     folder.mkdir(parents=True)
     for suffix in (".ds", ".ds.index", ".ds.metadata"):
-        shutil.copy(run / "tokens" / f"{source}{suffix}", folder / f"{source}{suffix}")
+        shutil.copy(run / f"{prefix}{suffix}", folder / f"{source}{suffix}")
     return folder
 
 
 def _kept_documents(run, source) -> list[tuple]:
     """Token ids of every kept document of a source, each repeated as many times as the mixture takes it."""
-    docs = pq.read_table(run / "tokens" / "docs" / source).to_pydict()
+    docs = pq.read_table(run / "tokenize" / source).to_pydict()
     return sorted(tuple(t) for t, n in zip(docs["tokens"], docs["copies"]) for _ in range(n))
 
 
@@ -117,9 +117,9 @@ def test_datatrove_serves_exactly_the_kept_tokens(run, tmp_path):
     eos = load_tokenizer("gpt2").eos_id
     tokenizer = tmp_path / "gpt2.json"   # check_dataset loads a tokenizer: give it GPT-2's file, nothing downloads
     load_tokenizer("gpt2").hf.save(str(tokenizer))
-    assert not list((run / "tokens").glob("*.ds.loss"))
+    assert not list((run / "pack").glob("*.ds.loss"))
     for source, out in manifest["outputs"].items():
-        folder = _copy_ds(run, source, tmp_path / source)
+        folder = _copy_ds(run, source, out["prefix"], tmp_path / source)
         check_dataset(get_datafolder(str(folder)), str(tokenizer))   # EOS at every index entry, sizes agree
         stream = np.fromfile(folder / f"{source}.ds", np.uint16)
         ends = np.fromfile(folder / f"{source}.ds.index", np.uint64).astype(np.int64)
@@ -141,6 +141,6 @@ def test_megatron_core_reads_the_same_tokens(run):
     pytest.importorskip("torch")
     indexed = pytest.importorskip("megatron.core.datasets.indexed_dataset")
     manifest = json.loads((run / "manifest.json").read_text())
-    for source, out in manifest["outputs"].items():
-        ds = indexed.IndexedDataset(str(run / "tokens" / source), mmap=True)
+    for out in manifest["outputs"].values():
+        ds = indexed.IndexedDataset(str(run / out["prefix"]), mmap=True)   # the manifest names the prefix
         assert int(ds.sequence_lengths.sum()) == out["tokens"] and len(ds.document_indices) - 1 == out["sequences"]

@@ -120,7 +120,7 @@ def test_empty_sources_are_left_out_of_the_megatron_data_path(sample_env, tmp_pa
                    "--set", "stages.quality_filter.where.zyda=length(text) < 0", "--set", "stages.mix.weights.zyda=0") == 0
     manifest = json.loads((tmp_path / "run" / "manifest.json").read_text())
     assert manifest["empty_sources"] == ["zyda"]
-    assert "tokens/zyda" not in manifest["megatron_data_path"] and "tokens/dclm" in manifest["megatron_data_path"]
+    assert "pack/zyda" not in manifest["megatron_data_path"] and "pack/dclm" in manifest["megatron_data_path"]
 
 
 def test_a_bad_parquet_shard_carries_its_sources_columns(tmp_path):

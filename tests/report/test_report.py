@@ -283,12 +283,12 @@ def test_mixture_plan_and_sequence_fill(zrun):
     pack = mixture.packing(run)
     assert pack["density"] == run.manifest["packing"]["density"]
     for source, fill in pack["fill"].items():
-        index = read_megatron(str(zrun / "tokens" / source))
+        index = read_megatron(str(zrun / "pack" / source))
         full = np.add.reduceat(index.lengths.astype(np.int64), index.document_indices[:-1])
         assert np.array_equal(fill["lengths"], full) and fill["total"] == pack["outputs"][source]["sequences"]
         assert fill["lengths"].sum() == pack["outputs"][source]["tokens"] and fill["lengths"].max() <= pack["seq_len"]
         if len(full) >= 8:  # a large index is read in windows: each window is a run of the real lengths
-            windows = mixture.sequence_lengths(str(zrun / "tokens" / source), "best_fit", limit=8)["lengths"]
+            windows = mixture.sequence_lengths(str(zrun / "pack" / source), "best_fit", limit=8)["lengths"]
             assert len(windows) == 8 and np.array_equal(windows[:2], full[:2]) and np.array_equal(windows[-2:], full[-2:])
 
 
@@ -468,7 +468,7 @@ def test_other_step_kinds(alt_run, tmp_path):
     assert sum(score["groups"]["removed"]) == pytest.approx(below)
     pack = mixture.packing(run)
     for source, fill in pack["fill"].items():  # one sequence per document: its lengths are the documents' token counts
-        index = read_megatron(str(alt_run / "tokens" / source))
+        index = read_megatron(str(alt_run / "pack" / source))
         assert np.array_equal(fill["lengths"], index.lengths) and fill["lengths"].sum() == pack["outputs"][source]["tokens"]
     assert mixture.plan(run)["sources"]["fwe"]["epochs"] == 2.0
     tok = funnel.tokens(run)

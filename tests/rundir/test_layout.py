@@ -18,7 +18,11 @@ def test_paths_follow_the_documented_layout():
     assert run.marker("filter", "shards", "web/00001") == "/r/_state/filter/shards/web/00001.json"
     assert run.stage_file("filter") == "/r/_state/filter/stage.json"
     assert run.phase_key("classify", "model-q") == "/r/_state/classify/model-q.key.json"
-    assert run.token_shard("web", "00001") == "/r/tokens/_shards/web/00001"
+    assert run.token_docs("tok", "web", "00001") == "/r/tok/web/00001.parquet"
+    assert run.token_shard("pack", "web", "00001") == "/r/pack/_shards/web/00001"
+    assert run.token_prefix("pack", "web") == "/r/pack/web"
+    assert run.token_files("pack", "web", ["megatron", "datatrove"]) == [
+        "pack/web.bin", "pack/web.idx", "pack/web.ds", "pack/web.ds.index", "pack/web.ds.metadata"]
     assert (run.pipeline_file, run.summary_file, run.manifest_file, run.lock_file) == \
         ("/r/pipeline.yaml", "/r/summary.json", "/r/manifest.json", "/r/_lock.json")
     assert run.relative(run.docs("web", "1")) == "docs/web/1.parquet"

@@ -164,9 +164,9 @@ def run_zyda2(output: str, *extra: str, address: str | None = None) -> subproces
 
 
 def outputs(root: str) -> dict[str, str]:
-    """sha256 of every file under kept/, ledger/ and tokens/, and of the manifest's file list (sizes, sha256)."""
+    """sha256 of every file under kept/, ledger/, tokenize/ and pack/, and of the manifest's file list (sizes, sha256)."""
     out = {}
-    for part in ("kept", "ledger", "tokens"):
+    for part in ("kept", "ledger", "tokenize", "pack"):
         for path in sorted(fs.files_under(fs.join(root, part))):
             out[path[len(root) + 1:]] = hashlib.sha256(fs.read_bytes(path)).hexdigest()
     # pipeline.yaml records where the run was written (its own output): a fact about the run, not a result

@@ -262,7 +262,7 @@ def recomputed(before: dict, after: dict) -> tuple[set, set]:
 
 def outputs(run: Path) -> dict[str, str]:
     out = {}
-    for part in ("docs", "kept", "ledger", "signals", "quality", "dual_use", "quarantine", "tokens", "dedup"):
+    for part in ("docs", "kept", "ledger", "signals", "quality", "dual_use", "quarantine", "tokenize", "pack", "dedup"):
         for f in sorted((run / part).rglob("*")):
             if f.is_file() and "/_shards/" not in str(f):
                 out[str(f.relative_to(run))] = hashlib.sha256(f.read_bytes()).hexdigest()
@@ -300,7 +300,7 @@ def test_a_resumed_run_equals_a_fresh_run_and_recomputes_only_what_depends_on_th
     assert run_cli("pipeline.yaml", "--output", "fresh", "--inline", "-q", "--no-report", *overrides) == 0
     assert outputs(ws / "run") == outputs(ws / "fresh")
     if name in CHANGES_DECISIONS:
-        decisions = ("kept", "ledger", "quality", "dual_use", "quarantine", "tokens")
+        decisions = ("kept", "ledger", "quality", "dual_use", "quarantine", "pack")
         assert tree_digest(ws / "run", decisions) != tree_digest(base / "run", decisions), "the mutation must change a decision"
     assert stages == expected, f"recomputed {sorted(stages)}"
     for phase in untouched:

@@ -188,5 +188,5 @@ def test_kill_9_mid_classify_resumes_to_identical_scores_and_outputs(tmp_path, s
     assert run_cli(f, "--output", tmp_path / "clean", "--inline", "-q", *cmd[cmd.index("--set"):]) == 0
     parts = ("kept", "ledger", "quality")   # the classify step's table: RUN/<step>/
     assert tree_digest(run, parts) == tree_digest(tmp_path / "clean", parts)
-    assert [p.name for p in (run / "tokens").glob("*.bin")] and all(
-        p.read_bytes() == (tmp_path / "clean" / "tokens" / p.name).read_bytes() for p in (run / "tokens").glob("*.*"))
+    assert [p.name for p in (run / "pack").glob("*.bin")] and all(
+        p.read_bytes() == (tmp_path / "clean" / "pack" / p.name).read_bytes() for p in (run / "pack").glob("*.*"))

@@ -94,8 +94,8 @@ def _pipeline(tmp_path, name: str, docs: dict, pii: bool):
 
 
 def _outputs(run) -> dict:
-    digest = tree_digest(run, ("kept", "tokens"))
-    digest.update({p.name: hashlib.sha256(p.read_bytes()).hexdigest() for p in sorted((run / "tokens").glob("*.bin"))})
+    digest = tree_digest(run, ("kept", "tokenize", "pack"))
+    digest.update({p.name: hashlib.sha256(p.read_bytes()).hexdigest() for p in sorted((run / "pack").glob("*.bin"))})
     return digest
 
 

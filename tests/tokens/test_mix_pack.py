@@ -70,7 +70,7 @@ def test_megatron_core_reads_the_packed_output_back_to_the_kept_documents(tmp_pa
     assert run_cli(f, "--output", tmp_path / "run", "--inline", "-q") == 0
     for source, times in (("fwe", 1), ("dclm", 2)):
         kept = duckdb.sql(f"SELECT text FROM read_parquet('{tmp_path}/run/kept/{source}/*.parquet')").fetchall()
-        got = Counter(_megatron_docs(tmp_path / "run" / "tokens" / source))
+        got = Counter(_megatron_docs(tmp_path / "run" / "pack" / source))
         want = Counter()
         for (text,) in kept:
             want[text] += times
@@ -84,9 +84,9 @@ def test_downsampling_goes_to_the_ledger_and_packing_is_deterministic(tmp_path, 
     down = duckdb.sql(f"SELECT count(*) FROM read_parquet('{tmp_path}/a/ledger/mix/fwe/*.parquet') WHERE reason = 'mix:downsampled'").fetchall()[0][0]
     assert down > 0
     for name in ("fwe.bin", "fwe.idx", "dclm.bin", "dclm.ds", "dclm.ds.index"):
-        assert (tmp_path / "a" / "tokens" / name).read_bytes() == (tmp_path / "b" / "tokens" / name).read_bytes()
+        assert (tmp_path / "a" / "pack" / name).read_bytes() == (tmp_path / "b" / "pack" / name).read_bytes()
     from curate.tokens.megatron import read_megatron
-    index = read_megatron(str(tmp_path / "a" / "tokens" / "fwe"))
+    index = read_megatron(str(tmp_path / "a" / "pack" / "fwe"))
     assert index.lengths.max() <= 512
 
 
@@ -107,7 +107,7 @@ def test_a_weighted_source_with_no_tokens_stops_the_run_before_tokenizing(tmp_pa
     last = capsys.readouterr().err.strip().splitlines()[-1]
     assert last.startswith("curate: error: mix: empty has no tokens left before the mixture")
     assert "give it 0 to leave it out (--set stages.mix.weights.empty=0)" in last
-    assert not (tmp_path / "run" / "tokens").exists() and not (tmp_path / "run" / "_state" / "tokenize").exists()
+    assert not (tmp_path / "run" / "tokenize").exists() and not (tmp_path / "run" / "_state" / "tokenize").exists()
     # what the error says to do: the same run goes on, with the stated shares of the others
     assert run_cli(f, "--output", tmp_path / "run", "--inline", "-q", "--set", "stages.mix.weights.empty=0") == 0
     plan = json.loads((tmp_path / "run" / "_state" / "mix" / "record.json").read_text())["plan"]
