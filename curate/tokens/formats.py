@@ -16,7 +16,7 @@ from .batch import Tokens
 from .pack import Packed
 
 BUILT_IN = ("curate.tokens.megatron", "curate.tokens.datatrove_ds")
-"""The modules of the formats curate ships, in the order a pack step writes them (`megatron` first)."""
+"""The modules of the formats curate ships."""
 
 _FORMATS: dict[str, "TokenFormat"] = {}
 
@@ -53,15 +53,15 @@ def token_format(cls: type[TokenFormat]) -> type[TokenFormat]:
 
 
 def formats() -> dict[str, TokenFormat]:
-    """Every known format by name, the built-in ones first."""
+    """Every known format by name."""
     for module in BUILT_IN:
         importlib.import_module(module)
     return _FORMATS
 
 
 def names() -> list[str]:
-    """The names a pack step's `formats:` accepts (for its option's choices)."""
-    return list(formats())
+    """The names a pack step's `formats:` accepts (for its option's choices), sorted."""
+    return sorted(formats())
 
 
 def get(name: str) -> TokenFormat:
