@@ -8,7 +8,6 @@ The ingest stage asks the registry for `READERS[fmt.kind]` and never branches on
 
 from __future__ import annotations
 
-from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from typing import Iterator
 
@@ -98,13 +97,17 @@ class ReadOptions:
     storage_options: dict = field(default_factory=dict)
 
 
-class Reader(ABC):
+class Reader:
     """One reader kind: how its files become ingest tasks (`plan`), which columns an empty shard gets
-    (`schema`), and how one task's records become document batches (`read`).
+    (`schema`), and how one file's records are read (`read_file`).
 
-    `read` yields Arrow tables whose first two columns are `id` and `text`; every input record is counted
-    in `stats["records"]` and is either in a yielded row or added to `bad` with its reason, so the
-    accounting identity holds whatever the kind. `formats` are the presets this kind offers by name.
+    A reader implements only `read_file`: Arrow tables of the file's records as they are (the text column named
+    by the format, the id column if any, the rest). The base's `read` makes them documents: the source's id or
+    the positional one, null, blank or non-UTF-8 texts and repeated ids to `bad`, batches of `batch_rows`, and
+    every record counted in `stats["records"]` (those `read_file` itself adds to `bad`, e.g. a line that is not
+    JSON, included), so the accounting identity holds whatever the kind. A reader whose checks are its own
+    (JSON Lines' per-line parsing, Parquet's lost row groups) overrides `read` instead and keeps that contract.
+    `formats` are the presets this kind offers by name.
     """
 
     kind: str = ""
@@ -118,10 +121,25 @@ class Reader(ABC):
         """The columns of a shard that yields no batch; None leaves it to the file's own columns."""
         return None
 
-    @abstractmethod
+    def read_file(self, task: ReadTask, fmt: Format, handle, options: ReadOptions, bad: BadRecords) -> Iterator[pa.Table]:
+        """The records of one task from `handle` (its file, opened by ingest), as Arrow tables in file order."""
+        raise NotImplementedError(f"{type(self).__name__} implements neither read_file nor read")
+
     def read(self, task: ReadTask, fmt: Format, handle, options: ReadOptions, bad: BadRecords,
              stats: dict) -> Iterator[pa.Table]:
-        """Document batches of one task from `handle` (its file, opened by ingest)."""
+        """Document batches of one task: `read_file`'s records with ids, checks and counting (readers/documents.py)."""
+        from curate.readers.documents import documents
+
+        row, seen, tables = task.row_offset, set(), iter(self.read_file(task, fmt, handle, options, bad))
+        while True:
+            before = len(bad)
+            table = next(tables, None)
+            stats["records"] = stats.get("records", 0) + len(bad) - before   # records read_file rejected itself
+            if table is None:
+                return
+            for batch in table.to_batches(max_chunksize=options.batch_rows):
+                yield documents(task, fmt, batch, row, set(), seen, bad, stats)
+                row += batch.num_rows
 
 
 READERS: dict[str, Reader] = {}

@@ -15,13 +15,12 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Iterator
 
-import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from curate.io import fs
 from curate.readers.base import BadRecords, Format, ReadOptions, Reader, ReadTask, register
+from curate.readers.documents import documents, positional_ids, source_id_column, source_ids
 
 
 def plan_row_groups(metadata: pq.FileMetaData, target_bytes: int) -> list[tuple[tuple[int, ...], int]]:
@@ -49,7 +48,7 @@ def _projection(schema: pa.Schema, fmt: Format, columns: list[str] | None) -> tu
     hidden = set()
     if fmt.text not in wanted:
         wanted.append(fmt.text)
-    id_column = _id_column(schema, fmt)
+    id_column = source_id_column(schema, fmt)
     if id_column and id_column not in wanted:
         wanted.append(id_column)
         if id_column != fmt.id:  # the struct holding a dotted id: read for the id only
@@ -58,71 +57,6 @@ def _projection(schema: pa.Schema, fmt: Format, columns: list[str] | None) -> tu
     if missing:
         raise ValueError(f"columns {missing} not in file (columns: {', '.join(names)})")
     return wanted, hidden
-
-
-def _id_column(schema: pa.Schema, fmt: Format) -> str | None:
-    """The column the id comes from: `fmt.id` itself, or the struct column of a dotted id (`meta.id`)."""
-    if not fmt.id:
-        return None
-    if fmt.id in schema.names:
-        return fmt.id
-    root = fmt.id.split(".", 1)[0]
-    if "." in fmt.id and root in schema.names and pa.types.is_struct(schema.field(root).type):
-        return root
-    return None
-
-
-def _source_ids(table, fmt: Format, fallback: pa.Array) -> pa.Array:
-    """The source's own ids as strings; the positional id where the id is absent, null or empty."""
-    column = _id_column(table.schema, fmt)
-    if column is None:
-        return fallback
-    values = table.column(column)
-    if column != fmt.id:
-        try:
-            values = pc.struct_field(values, fmt.id.split(".")[1:])
-        except (pa.ArrowInvalid, pa.ArrowTypeError, KeyError):  # no such field: positional ids, like a missing column
-            return fallback
-    values = pc.cast(values, pa.string())
-    values = pc.if_else(pc.equal(values, ""), pa.scalar(None, pa.string()), values)
-    return pc.coalesce(values, fallback)
-
-
-def _valid_utf8(text: pa.Array) -> np.ndarray:
-    """Per-row UTF-8 validity; the fast path validates the whole column at once."""
-    try:
-        text.validate(full=True)
-        return np.ones(len(text), dtype=bool)
-    except pa.ArrowInvalid:
-        raw = text.cast(pa.binary()).to_pylist()
-        return np.array([v is None or _decodes(v) for v in raw], dtype=bool)
-
-
-def _decodes(value: bytes) -> bool:
-    try:
-        value.decode("utf-8")
-        return True
-    except UnicodeDecodeError:
-        return False
-
-
-_MESSAGES = {"missing_text": "text is null", "invalid_utf8": "text is not valid UTF-8",
-             "empty_text": "text is empty or whitespace", "duplicate_id": "id {id!r} already seen in this file"}
-
-
-def _duplicates(ids: list, seen: set) -> np.ndarray:
-    """Rows whose id was already seen in this task; the common no-duplicate case costs two set operations."""
-    fresh = set(ids)
-    if len(fresh) == len(ids) and seen.isdisjoint(fresh):
-        seen |= fresh
-        return np.zeros(len(ids), dtype=bool)
-    mask = np.zeros(len(ids), dtype=bool)
-    for i, value in enumerate(ids):
-        if value in seen:
-            mask[i] = True
-        else:
-            seen.add(value)
-    return mask
 
 
 _READ_ERRORS = (OSError, pa.ArrowInvalid)  # what pyarrow raises on a corrupt page, header or checksum
@@ -137,10 +71,6 @@ def _group_batches(pf: pq.ParquetFile, group: int, batch_rows: int, columns: lis
         if skip:
             batch, skip = batch.slice(skip), 0
         yield batch
-
-
-def _positions(prefix: str, first: int, n: int) -> pa.Array:
-    return pc.binary_join_element_wise(prefix + "/", pc.cast(pa.array(np.arange(first, first + n)), pa.string()), "")
 
 
 def read_parquet(task: ReadTask, fmt: Format, handle, batch_rows: int, columns: list[str] | None,
@@ -164,7 +94,7 @@ def read_parquet(task: ReadTask, fmt: Format, handle, batch_rows: int, columns: 
                 except _READ_ERRORS as exc:
                     failure = exc
                     break
-                out = _checked(task, fmt, batch, row, hidden, seen, bad, stats)
+                out = documents(task, fmt, batch, row, hidden, seen, bad, stats)
                 done += batch.num_rows
                 row += batch.num_rows
                 yielded = True
@@ -177,7 +107,7 @@ def read_parquet(task: ReadTask, fmt: Format, handle, batch_rows: int, columns: 
     if not yielded:  # no rows (or none readable): an empty batch still gives the shard its columns
         schema = pa.schema([pf.schema_arrow.field(c) for c in wanted])
         empty = pa.RecordBatch.from_arrays([pa.array([], f.type) for f in schema], schema=schema)
-        yield _checked(task, fmt, empty, row, hidden, seen, bad, stats)
+        yield documents(task, fmt, empty, row, hidden, seen, bad, stats)
 
 
 def _lost_rows(task: ReadTask, fmt: Format, pf: pq.ParquetFile, group: int, done: int, size: int, row: int,
@@ -185,14 +115,14 @@ def _lost_rows(task: ReadTask, fmt: Format, pf: pq.ParquetFile, group: int, done
     """Every row of a row group that could not be read is a bad record; its id is the source's own when the
     id column alone still reads (`<positional>#dup` if a document already has it), else positional."""
     lost = size - done
-    positions = _positions(task.id_prefix, row, lost)
+    positions = positional_ids(task.id_prefix, row, lost)
     ids = positions
-    column = _id_column(pf.schema_arrow, fmt)
+    column = source_id_column(pf.schema_arrow, fmt)
     if column is not None:
         try:
             table = pf.read_row_group(group, columns=[column], use_threads=False).slice(done)
             if table.num_rows == lost:
-                ids = _source_ids(table, fmt, positions)
+                ids = source_ids(table, fmt, positions)
         except (*_READ_ERRORS, pa.ArrowTypeError):
             pass
     ids = [i if i not in seen else f"{p}#dup" for i, p in zip(ids.to_pylist(), positions.to_pylist())]
@@ -203,38 +133,6 @@ def _lost_rows(task: ReadTask, fmt: Format, pf: pq.ParquetFile, group: int, done
     for record_id in ids:
         bad.add(record_id, "unreadable_row_group", where, message)
     stats["records"] = stats.get("records", 0) + lost
-
-
-def _checked(task: ReadTask, fmt: Format, batch: pa.RecordBatch, row: int, hidden: set, seen: set,
-             bad: BadRecords, stats: dict) -> pa.Table:
-    """One batch as documents: ids made, bad rows recorded and dropped."""
-    n = batch.num_rows
-    stats["records"] = stats.get("records", 0) + n
-    fallback = _positions(task.id_prefix, row, n)
-    ids = _source_ids(batch, fmt, fallback)
-    text = batch.column(fmt.text)
-    if not pa.types.is_string(text.type) and not pa.types.is_large_string(text.type):
-        raise ValueError(f"column '{fmt.text}' is {text.type}, expected a string column")
-    missing = pc.is_null(text).to_numpy(zero_copy_only=False)
-    blank = pc.fill_null(pc.equal(pc.utf8_length(pc.utf8_trim_whitespace(text)), 0), False).to_numpy(zero_copy_only=False)
-    invalid = ~_valid_utf8(text)
-    blank &= ~invalid
-    dup = _duplicates(ids.to_pylist(), seen) if fmt.id else np.zeros(n, dtype=bool)
-    bad_mask = missing | blank | invalid | dup
-    if bad_mask.any():
-        id_list = ids.to_pylist()
-        for i in np.flatnonzero(bad_mask):
-            kind = ("missing_text" if missing[i] else "invalid_utf8" if invalid[i] else "empty_text" if blank[i]
-                    else "duplicate_id")
-            record_id = id_list[i] if kind != "duplicate_id" else f"{task.id_prefix}/{row + i}#dup"
-            bad.add(record_id, kind, f"row {row + i}", _MESSAGES[kind].format(id=id_list[i]))
-    table = pa.Table.from_batches([batch])
-    skip = {fmt.text, fmt.id, "id", "text"} | hidden
-    others = [c for c in table.column_names if c not in skip]
-    out = pa.Table.from_arrays([ids, text] + [table.column(c) for c in others], names=["id", "text"] + others)
-    if bad_mask.any():
-        out = out.filter(pa.array(~bad_mask))
-    return out
 
 
 @register

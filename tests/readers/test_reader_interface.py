@@ -80,3 +80,31 @@ def test_every_preset_is_read_by_a_registered_kind():
     with pytest.raises(ValueError, match="of kind 'jsonl', not 'other'"):
         register(type("Bad", (CsvReader,), {"kind": "other", "formats": (FORMATS["jsonl"],)}))
     assert "other" not in READERS
+
+
+class TsvReader(Reader):
+    """Only how to read a file: tab-separated `id<TAB>text` rows as they are. Ids, checks, batches, counting: the base."""
+
+    kind = "tsv_demo"
+    formats = (Format("tsv_demo", "tsv_demo", text="text", id="id"),)
+
+    def read_file(self, task, fmt, handle, options, bad):
+        rows = [line.split("\t", 1) for line in handle.read().decode().splitlines()]
+        yield pa.table({"id": [r[0] for r in rows], "text": [r[1] if len(r) > 1 else None for r in rows],
+                        "n": list(range(len(rows)))})
+
+
+def test_a_reader_that_only_reads_a_file_gets_ids_checks_batches_and_counting_from_the_base(tmp_path):
+    from curate.readers.base import BadRecords, ReadOptions, ReadTask
+
+    body = b"a\tfirst\n\tno id: positional\nb\t   \na\trepeated id\nc\nd\tlast one\n"
+    task = ReadTask("s", str(tmp_path / "x.tsv"), "x.tsv", "x.tsv-0000", len(body))
+    bad, stats = BadRecords("s", "x.tsv"), {}
+    batches = list(TsvReader().read(task, TsvReader.formats[0], io.BytesIO(body), ReadOptions(batch_rows=2), bad, stats))
+    assert [b.num_rows for b in batches] == [2, 0, 1]   # batches of at most batch_rows records, bad ones dropped
+    docs = pa.concat_tables(batches)
+    assert docs.column_names == ["id", "text", "n"]
+    assert docs.column("id").to_pylist() == ["a", "s/x.tsv/1", "d"]
+    assert list(zip(bad.ids, bad.reasons)) == [("b", "bad_record:empty_text"), ("s/x.tsv/3#dup", "bad_record:duplicate_id"),
+                                               ("c", "bad_record:missing_text")]
+    assert stats["records"] == 6 == len(docs) + len(bad)   # every record counted: kept or bad
