@@ -113,7 +113,8 @@ def _query(args) -> int:
         return 0
     if not args.sql:
         raise UsageError("curate query RUN \"SQL\" (or --describe to list the tables)")
-    print(query(args.run, args.sql, fmt=args.format, out=args.out, limit=args.limit, width=args.width))
+    print(query(args.run, args.sql, fmt=args.format, out=args.out, limit=args.limit, width=args.width,
+                force=args.force))
     return 0
 
 
@@ -259,7 +260,8 @@ def parser() -> argparse.ArgumentParser:
     q.add_argument("sql", nargs="?", help='e.g. "SELECT stage, reason, count(*) FROM ledger GROUP BY ALL"')
     q.add_argument("--describe", action="store_true", help="list the tables and their columns")
     q.add_argument("--format", choices=["table", "csv", "json", "parquet"], default="table")
-    q.add_argument("--out", help="write the result to this file instead of printing it")
+    q.add_argument("--out", help="write the result to this file instead of printing it (never inside a run directory)")
+    q.add_argument("--force", action="store_true", help="with --out: replace the file if it exists")
     q.add_argument("--limit", type=int, default=200, help="rows shown in table format (0: all)")
     q.add_argument("--width", type=int, default=100, metavar="CHARS",
                    help="table format: cut cells longer than this with '...' (default 100; 0: never cut)")

@@ -29,6 +29,7 @@ from curate.io import fs
 
 ACCOUNTING = "shards"
 TOKEN_SUFFIXES = {"megatron": (".bin", ".idx"), "datatrove": (".ds", ".ds.index", ".ds.metadata")}
+PIPELINE_HEADER = "# resolved from "   # the first line of a run's pipeline.yaml (and of a published copy)
 
 
 @dataclass(frozen=True)
