@@ -10,7 +10,7 @@ import os
 
 import duckdb
 
-from curate.errors import CurateError
+from curate.errors import CurateError, UsageError
 from curate.io import fs
 from curate.rundir.enclosing import enclosing_run, resolved
 from curate.rundir.views import connect
@@ -75,24 +75,25 @@ def _result(con: duckdb.DuckDBPyConnection, sql: str, fmt: str, out: str | None,
 
 def check_out(run: str, out: str, force: bool) -> None:
     """`--out` must name a new file (or, with `force`, an existing one) in an existing folder outside every run
-    directory: inside one it would replace or join the run's outputs (manifest.json, a kept/ shard)."""
+    directory: inside one it would replace or join the run's outputs (manifest.json, a kept/ shard). A
+    UsageError (exit 2) otherwise."""
     try:
         inside = enclosing_run(out)
         if inside is None and "://" not in out and "://" not in run:   # the run queried, even without its markers
             target, root = resolved(out), resolved(run)
             inside = root if target == root or target.startswith(root.rstrip("/") + "/") else None
         if inside is not None:
-            raise CurateError(f"--out {out}: refusing to write inside the run directory {inside}; "
+            raise UsageError(f"--out {out}: refusing to write inside the run directory {inside}; "
                               "name a file outside every run")
         filesystem, path = fs.filesystem(resolved(out))
         if filesystem.isdir(path):
-            raise CurateError(f"--out {out}: is a folder; name a file")
+            raise UsageError(f"--out {out}: is a folder; name a file")
         if fs.is_local(filesystem) and not os.path.isdir(os.path.dirname(path)):
-            raise CurateError(f"--out {out}: the folder {os.path.dirname(path)} does not exist")
+            raise UsageError(f"--out {out}: the folder {os.path.dirname(path)} does not exist")
         if filesystem.exists(path) and not force:
-            raise CurateError(f"--out {out}: the file exists; pass --force to replace it")
+            raise UsageError(f"--out {out}: the file exists; pass --force to replace it")
     except OSError as exc:
-        raise CurateError(f"--out {out}: {exc}") from None
+        raise UsageError(f"--out {out}: {exc}") from None
 
 
 def write_result(rel: duckdb.DuckDBPyRelation, fmt: str, out: str) -> None:
