@@ -65,6 +65,9 @@ class RunDir:
         """The spans a text-editing step replaced in one docs shard (see curate/pii/edits.py)."""
         return self.path("edits", step, source, f"{shard}.parquet")
 
+    def edits_glob(self) -> str:
+        return self.path("edits", "*", "*", "*.parquet")
+
     def ledger_glob(self) -> str:
         return self.path("ledger", "*", "*", "*.parquet")
 
