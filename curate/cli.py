@@ -6,7 +6,9 @@ import argparse
 import dataclasses
 import logging
 import os
+import shutil
 import sys
+import textwrap
 import time
 
 from curate import __version__, terminate
@@ -92,13 +94,27 @@ def resolve_pipeline(name: str) -> str:
 def _recipes(args) -> int:
     from curate.packaged import describe, filters_dir, pipelines
 
-    print("pipelines (curate run NAME):")
-    for name, path in pipelines().items():
-        print(f"  {name:20} {describe(path)}")
-    print("filter recipes (filter stage `recipes:`):")
-    for path in sorted(filters_dir().glob("*.yaml")):
-        print(f"  {path.stem:20} {describe(path)}")
+    width = max(shutil.get_terminal_size((100, 24)).columns, 60)
+
+    def entry(name: str, path) -> str:   # the description whole, wrapped under itself
+        return textwrap.fill(describe(path), width, initial_indent=f"  {name:20} ", subsequent_indent=" " * 23,
+                             break_on_hyphens=False, break_long_words=False)
+
+    lines = ["pipelines (curate run NAME):", *(entry(name, path) for name, path in pipelines().items()),
+             "filter recipes (filter stage `recipes:`):", *(entry(p.stem, p) for p in sorted(filters_dir().glob("*.yaml")))]
+    _emit("\n".join(lines))
     return 0
+
+
+def _emit(text: str) -> None:
+    """Print a command's whole answer; a reader that stopped early (`curate recipes | head`) is no error."""
+    try:
+        print(text, flush=True)
+    except BrokenPipeError:
+        try:
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())   # the exit's flush finds nothing to write
+        except (OSError, ValueError, AttributeError):
+            pass
 
 
 def _absolute(output: str) -> str:
@@ -110,11 +126,12 @@ def _query(args) -> int:
 
     _require_run(args.run)
     if args.describe:
-        print(describe(connect(args.run)))
+        _emit(describe(connect(args.run)))
         return 0
     if not args.sql:
         raise UsageError("curate query RUN \"SQL\" (or --describe to list the tables)")
-    print(query(args.run, args.sql, fmt=args.format, out=args.out, limit=args.limit, width=args.width))
+    _emit(query(args.run, args.sql, fmt=args.format, out=args.out, limit=args.limit, width=args.width,
+                force=args.force))
     return 0
 
 
@@ -142,12 +159,22 @@ def _manifest(args) -> int:
             for line in problems:
                 print(f"  {line}", file=sys.stderr)
             return 1
-        print(f"{args.run}: every file in manifest.json is present and unchanged")
+        print(f"{args.run}: every file in manifest.json is present and unchanged, and no other file is in the folders it covers")
         return 0
     from curate.manifest.publish import publish
 
     if not args.dest:
         raise UsageError("curate manifest publish RUN DEST: give the destination (a folder, or s3://bucket/prefix, ...)")
+    from curate.rundir.enclosing import enclosing_run
+
+    dest = args.dest.rstrip("/")   # DEST may be a published copy of the run (a retry), never inside a run
+    if "://" not in dest:
+        parent = os.path.dirname(os.path.realpath(dest))
+    else:
+        parent = dest.rsplit("/", 1)[0] if "/" in dest.split("://", 1)[1] else None
+    if parent and (inside := enclosing_run(parent)):
+        raise UsageError(f"curate manifest publish: {args.dest} lies inside the run directory {inside}; "
+                         "publish to a folder outside every run")
     report = publish(args.run, args.dest)
     print(f"published {report['files']} files ({report['bytes']:,} bytes) to {report['dest']} in {report['seconds']:.1f}s; "
           "manifest.json written last")
@@ -178,6 +205,8 @@ def _train_quality(args) -> int:
 def _sample(args) -> int:
     from curate.sample import make_sample
 
+    if args.docs < 1:
+        raise UsageError(f"--docs: expected a number of documents >= 1, got {args.docs}")
     expected = make_sample(args.dir, docs=args.docs, seed=args.seed)
     for source, counts in expected.items():
         print(f"{source}: {counts}")
@@ -260,14 +289,16 @@ def parser() -> argparse.ArgumentParser:
     q.add_argument("sql", nargs="?", help='e.g. "SELECT stage, reason, count(*) FROM ledger GROUP BY ALL"')
     q.add_argument("--describe", action="store_true", help="list the tables and their columns")
     q.add_argument("--format", choices=["table", "csv", "json", "parquet"], default="table")
-    q.add_argument("--out", help="write the result to this file instead of printing it")
+    q.add_argument("--out", help="write the result to this file instead of printing it (never inside a run directory)")
+    q.add_argument("--force", action="store_true", help="with --out: replace the file if it exists")
     q.add_argument("--limit", type=int, default=200, help="rows shown in table format (0: all)")
     q.add_argument("--width", type=int, default=100, metavar="CHARS",
                    help="table format: cut cells longer than this with '...' (default 100; 0: never cut)")
     q.set_defaults(func=_query)
 
     m = _sub(sub, "manifest", "verify a run's manifest, or publish a run to any fsspec destination",
-             "verify: re-hash every file manifest.json lists; exit 1 naming each missing or changed file.\n"
+             "verify: re-hash every file manifest.json lists; exit 1 naming each missing or changed file, and each file\n"
+             "  in the folders it covers (kept/, ledger/, edits/, tokens/) that it does not list.\n"
              "publish: copy the run's outputs to DEST (local folder or fsspec URI), check them there, write manifest.json last.",
              "examples:\n  curate manifest verify runs/zyda2\n  curate manifest publish runs/zyda2 s3://bucket/mixtures/zyda2")
     m.add_argument("action", choices=["verify", "publish"])

@@ -10,8 +10,9 @@ import os
 
 import duckdb
 
-from curate.errors import CurateError
+from curate.errors import CurateError, UsageError
 from curate.io import fs
+from curate.rundir.enclosing import enclosing_run, resolved
 from curate.rundir.views import connect
 from curate.sql import quote
 from curate.sql_guard import read_only_statement
@@ -25,27 +26,34 @@ def describe(con: duckdb.DuckDBPyConnection) -> str:
     return "\n".join(lines) or "(no tables yet)"
 
 
-def query(run: str, sql: str, fmt: str = "table", out: str | None = None, limit: int = 200, width: int = 100) -> str:
+def query(run: str, sql: str, fmt: str = "table", out: str | None = None, limit: int = 200, width: int = 100,
+          force: bool = False) -> str:
     """Run `sql` over the run's views; returns text to print (or writes `out` for csv/json/parquet).
 
     Table output shows at most `limit` rows (0: all) and says how many the result has; cells are cut at `width`
-    characters (0: never)."""
+    characters (0: never). `out` may not lie inside a run directory, and replaces an existing file only with
+    `force`. Every DuckDB error, when the statement binds or while its rows are read, is one line."""
     sql = read_only_statement(sql)
+    if out:
+        check_out(run, out, force)
     con = connect(run)
     try:
-        rel = con.sql(sql)
+        return _result(con, sql, fmt, out, limit, width)
     except duckdb.PermissionException as exc:
         raise CurateError(f"query failed: {str(exc).splitlines()[0]}: curate query reads the files of the run {run} only") from None
     except duckdb.Error as exc:
         raise CurateError(f"query failed: {str(exc).splitlines()[0]}\nviews:\n{describe(con)}") from None
+
+
+def _result(con: duckdb.DuckDBPyConnection, sql: str, fmt: str, out: str | None, limit: int, width: int) -> str:
+    rel = con.sql(sql)
     if rel is None:
         return ""
     if out:
-        folder = os.path.dirname(os.path.abspath(out)) if "://" not in out else None
-        if folder and not os.path.isdir(folder):
-            raise CurateError(f"--out {out}: the folder {folder} does not exist")
         try:
             write_result(rel, fmt, out)
+        except duckdb.PermissionException:
+            raise
         except duckdb.Error as exc:
             raise CurateError(f"--out {out}: {str(exc).splitlines()[0]}") from None
         return f"wrote {out}"
@@ -59,10 +67,33 @@ def query(run: str, sql: str, fmt: str = "table", out: str | None = None, limit:
         return "\n".join(json.dumps(dict(zip(rel.columns, row)), default=str) for row in rel.fetchall())
     if fmt == "parquet":
         raise CurateError("--format parquet needs --out FILE")
-    total = con.sql(f"SELECT count(*) FROM ({sql})").fetchall()[0][0]
+    total = rel.aggregate("count(*)").fetchall()[0][0]  # any statement curate query runs (EXPLAIN, SUMMARIZE too)
     rows = (rel.limit(limit) if limit else rel).fetchall()
     shown = f"{total:,} row{'s' if total != 1 else ''}" + (f" ({len(rows):,} shown; --limit 0 shows all)" if len(rows) < total else "")
     return render_table(rel.columns, rows, width) + "\n" + shown
+
+
+def check_out(run: str, out: str, force: bool) -> None:
+    """`--out` must name a new file (or, with `force`, an existing one) in an existing folder outside every run
+    directory: inside one it would replace or join the run's outputs (manifest.json, a kept/ shard). A
+    UsageError (exit 2) otherwise."""
+    try:
+        inside = enclosing_run(out)
+        if inside is None and "://" not in out and "://" not in run:   # the run queried, even without its markers
+            target, root = resolved(out), resolved(run)
+            inside = root if target == root or target.startswith(root.rstrip("/") + "/") else None
+        if inside is not None:
+            raise UsageError(f"--out {out}: refusing to write inside the run directory {inside}; "
+                              "name a file outside every run")
+        filesystem, path = fs.filesystem(resolved(out))
+        if filesystem.isdir(path):
+            raise UsageError(f"--out {out}: is a folder; name a file")
+        if fs.is_local(filesystem) and not os.path.isdir(os.path.dirname(path)):
+            raise UsageError(f"--out {out}: the folder {os.path.dirname(path)} does not exist")
+        if filesystem.exists(path) and not force:
+            raise UsageError(f"--out {out}: the file exists; pass --force to replace it")
+    except OSError as exc:
+        raise UsageError(f"--out {out}: {exc}") from None
 
 
 def write_result(rel: duckdb.DuckDBPyRelation, fmt: str, out: str) -> None:

@@ -84,7 +84,18 @@ def read_only_statement(sql: str) -> str:
     elif statement.type not in READ_ONLY:
         kind = statement.type.name.replace("_", " ")
         raise CurateError(f"curate query is read-only and runs no {kind} statement; use SELECT (and --out FILE to write a result)")
-    return statement.query.strip().rstrip(";").strip()
+    return without_trailing_comments(statement.query).rstrip().rstrip(";").strip()
+
+
+def without_trailing_comments(sql: str) -> str:
+    """`sql` without the comments after its last token (`SELECT 1; -- why`), found by DuckDB's own tokenizer
+    (a '--' inside a string is no comment): pasted into a statement of curate's, a trailing `--` comment would
+    swallow what follows it."""
+    tokens = duckdb.tokenize(sql)
+    end = len(tokens)
+    while end and tokens[end - 1][1] == duckdb.token_type.comment:
+        end -= 1
+    return sql[: tokens[end][0]] if end < len(tokens) else sql
 
 
 def lock(con: duckdb.DuckDBPyConnection, readable: tuple[str, ...] = ()) -> duckdb.DuckDBPyConnection:

@@ -92,3 +92,58 @@ def test_table_cells_are_cut_only_where_asked(run):
     cut = query(run, sql, width=60).splitlines()[2]
     assert cut.endswith(flat[:57] + "...")
     assert query(run, sql).splitlines()[2].endswith(flat[:97] + "..."), "the default shows 100 characters, not 40"
+
+
+@pytest.fixture(scope="module")
+def tiny(tmp_path_factory):
+    """An ingest-only run of two documents, beside a second run: the --out and SQL edge cases."""
+    d = tmp_path_factory.mktemp("tiny")
+    (d / "a.jsonl").write_text('{"text": "one"}\n{"text": "two"}\n')
+    f = d / "p.yaml"
+    f.write_text(f"name: t\nsources:\n  s: {{format: jsonl, paths: '{d}/a.jsonl'}}\nstages: {{ingest: {{}}}}\n")
+    for name in ("run", "other"):
+        assert run_cli(f, "--output", d / name, "--inline", "-q") == 0
+    return d
+
+
+@pytest.mark.parametrize("target", ["run/manifest.json", "run/pipeline.yaml", "run/kept/s/KEPT", "run/new.csv",
+                                    "run/kept/../x.csv", "other/x.csv", "link/x.csv", "other/_state/deep/x.csv"])
+def test_out_is_refused_inside_any_run_directory(tiny, target, capsys):
+    d = tiny
+    if not (d / "link").exists():
+        (d / "link").symlink_to(d / "other" / "kept")
+    kept = next((d / "run" / "kept" / "s").glob("*.parquet"))
+    target = str(d / target).replace("KEPT", kept.name)
+    before = {p: p.read_bytes() for p in (d / "run").rglob("*") if p.is_file() and "logs" not in p.parts}
+    assert main(["query", str(d / "run"), "SELECT 42 AS x", "--format", "parquet", "--out", target, "--force"]) == 2
+    err = capsys.readouterr().err
+    assert "refusing to write inside the run directory" in err and len(err.strip().splitlines()) == 1
+    assert {p: p.read_bytes() for p in before} == before and not (d / "other" / "x.csv").exists()
+
+
+def test_out_replaces_an_existing_file_only_with_force(tiny, tmp_path, capsys):
+    out = tmp_path / "r.csv"
+    out.write_text("mine\n")
+    assert main(["query", str(tiny / "run"), "SELECT 42 AS x", "--format", "csv", "--out", str(out)]) == 2
+    assert "the file exists; pass --force to replace it" in capsys.readouterr().err and out.read_text() == "mine\n"
+    assert main(["query", str(tiny / "run"), "SELECT 42 AS x", "--format", "csv", "--out", str(out), "--force"]) == 0
+    assert out.read_text() == "x\n42\n"
+
+
+@pytest.mark.parametrize("sql", ["SELECT * FROM sniff_csv('/etc/hostname')", "SELECT * FROM duckdb_extensions()",
+                                 "SELECT * FROM duckdb_secrets()", "SELECT * FROM read_text('/etc/hostname') -- c"])
+def test_table_functions_that_reach_outside_the_run_are_one_line(tiny, sql, capsys):
+    assert main(["query", str(tiny / "run"), sql]) == 1
+    err = capsys.readouterr().err
+    assert "curate query reads the files of the run" in err and "Traceback" not in err and len(err.strip().splitlines()) == 1
+
+
+@pytest.mark.parametrize("sql", ["SELECT count(*) AS n FROM kept -- how many", "SELECT count(*) AS n FROM kept; -- how many",
+                                 "SELECT count(*) AS n FROM kept /* a */ -- b\n-- c", "SELECT '--' || count(*) AS n FROM kept"])
+def test_a_query_ending_in_a_comment_runs(tiny, sql):
+    assert query(str(tiny / "run"), sql, fmt="csv").splitlines()[1] in ("2", "--2")
+    assert query(str(tiny / "run"), sql).splitlines()[-1] == "1 row"
+
+
+def test_explain_shows_its_plan(tiny):
+    assert query(str(tiny / "run"), "EXPLAIN SELECT 1 -- why").splitlines()[-1] == "1 row"

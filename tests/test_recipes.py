@@ -64,3 +64,24 @@ def test_dt_words_is_datatroves_word_split_and_counts():
                    "dupe_6gram_chars": 18, "dupe_7gram_chars": 0, "dupe_8gram_chars": 0, "dupe_9gram_chars": 0,
                    "dupe_10gram_chars": 0}
     assert datatrove_word_stats(pa.array(["", None], pa.large_string())).to_pylist()[1] is None
+
+
+def test_curate_recipes_shows_each_description_whole(capsys, monkeypatch):
+    from curate.cli import main
+
+    monkeypatch.setenv("COLUMNS", "80")
+    assert main(["recipes"]) == 0
+    out = capsys.readouterr().out
+    assert max(map(len, out.splitlines())) <= 80 and "..." not in out
+    flat = " ".join(out.split())
+    assert "which needs a back-reference that DuckDB's RE2 regexes do not have." in flat   # zyda1's last words
+    assert "mixed by token weights, tokenized and packed." in flat                        # zyda2's
+
+
+@pytest.mark.parametrize("docs", ["0", "-5"])
+def test_curate_sample_refuses_no_documents(docs, tmp_path, capsys):
+    from curate.cli import main
+
+    assert main(["sample", str(tmp_path / "s"), "--docs", docs]) == 2
+    assert capsys.readouterr().err.strip() == f"curate: error: --docs: expected a number of documents >= 1, got {docs}"
+    assert not (tmp_path / "s").exists()

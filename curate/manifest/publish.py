@@ -12,7 +12,7 @@ import os
 import time
 from concurrent.futures import FIRST_EXCEPTION, ThreadPoolExecutor, wait
 
-from curate.errors import CurateError
+from curate.errors import CurateError, UsageError
 from curate.io import fs
 
 from . import schema, store
@@ -25,10 +25,14 @@ EXTRAS = ("pipeline.yaml",)  # copied alongside the listed files when present, e
 MARKER = ".curate-publishing"  # at DEST while a publish is under way: the manifest of the run being copied
 
 
-def _same_place(src_fs, src: str, dst_fs, dst: str) -> bool:
+def _within(src_fs, src: str, dst_fs, dst: str) -> bool:
+    """Whether `dst` is the run's folder `src` or lies inside it (symlinks and '..' resolved where local)."""
     if fs.is_local(src_fs) and fs.is_local(dst_fs):
-        return os.path.realpath(src) == os.path.realpath(dst)
-    return type(src_fs) is type(dst_fs) and src.rstrip("/") == dst.rstrip("/")
+        src, dst = os.path.realpath(src), os.path.realpath(dst)
+    elif type(src_fs) is not type(dst_fs):
+        return False
+    src, dst = src.rstrip("/"), dst.rstrip("/")
+    return dst == src or dst.startswith(src + "/")
 
 
 def _check_destination(dst_fs, dst_root: str, dest: str, raw: bytes) -> None:
@@ -73,8 +77,8 @@ def publish(run: str, dest: str, storage_options: dict | None = None, *, run_sto
 
     src_fs, src_root = fs.filesystem(run, run_storage_options)
     dst_fs, dst_root = fs.filesystem(dest, storage_options)
-    if _same_place(src_fs, src_root, dst_fs, dst_root):
-        raise CurateError(f"cannot publish {run} onto itself")
+    if _within(src_fs, src_root, dst_fs, dst_root):
+        raise UsageError(f"cannot publish {run} onto itself or into its own folder ({dest}); publish to a folder outside the run")
     listed = {e["path"]: (e["bytes"], e["sha256"]) for e in manifest["files"]}
     items = dict(listed)
     for extra in EXTRAS:

@@ -1,5 +1,12 @@
-"""Check a run against its manifest: every listed file still exists with the listed size and sha256, and
-the manifest itself is valid. Run it before training on or publishing a run that sat on shared storage."""
+"""Check a run against its manifest: every listed file still exists with the listed size and sha256, no other
+file sits in the folders the manifest covers, and the manifest itself is valid. Run it before training on or
+publishing a run that sat on shared storage.
+
+The folders covered are those the listed files lie in, at any depth below their first segment (kept/,
+ledger/, edits/, the pack step's folder): whoever reads them globs them, so a file added there joins the data
+unseen. Not covered: a pack step's per-shard work (`<pack step>/_shards/`), which the run resumes from and never
+publishes.
+"""
 
 from __future__ import annotations
 
@@ -14,6 +21,7 @@ from .digest import default_workers, sha256_file
 from .progress import Ticker
 
 _SAFE = re.compile(schema.REL_PATH)
+UNCOVERED = "_shards"   # RUN/<pack step>/_shards/: the per-shard token files merged into the published ones (rundir/layout.py)
 
 
 def read_manifest(run: str, storage_options: dict | None = None) -> tuple[bytes | None, object, list[str]]:
@@ -76,11 +84,31 @@ def check_files(run: str, manifest, storage_options: dict | None = None, workers
     return found
 
 
+def unlisted_files(run: str, manifest, storage_options: dict | None = None) -> list[str]:
+    """'unlisted: P' for every file below a covered folder (see the module's docstring) that the manifest
+    does not list."""
+    listed = {e["path"] for e in _listed(manifest)}
+    filesystem, root = fs.filesystem(run, storage_options)
+    root = root.rstrip("/")
+    found = []
+    for top in sorted({p.split("/", 1)[0] for p in listed if "/" in p}):
+        try:
+            present = filesystem.find(fs.join(root, top))
+        except FileNotFoundError:
+            continue
+        for full in present:
+            rel = full[len(root) + 1:] if full.startswith(root + "/") else full
+            if rel not in listed and rel.split("/")[1:2] != [UNCOVERED]:
+                found.append(f"unlisted: {rel}")
+    return sorted(found)
+
+
 def verify(run: str, *, storage_options: dict | None = None, workers: int | None = None) -> list[str]:
-    """Every problem with RUN and its manifest, one line each (schema problems as 'schema: $.path: ...');
-    an empty list means the run is exactly what its manifest says."""
+    """Every problem with RUN and its manifest, one line each (schema problems as 'schema: $.path: ...', files
+    the manifest covers but does not list as 'unlisted: P'); an empty list means the run is exactly what its
+    manifest says."""
     _, manifest, found = read_manifest(run, storage_options)
     if found:
         return found
     found = [f"schema: {p}" for p in schema.problems(manifest)]
-    return found + check_files(run, manifest, storage_options, workers)
+    return found + check_files(run, manifest, storage_options, workers) + unlisted_files(run, manifest, storage_options)

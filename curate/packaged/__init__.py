@@ -18,12 +18,20 @@ def filters_dir() -> Path:
     return ROOT / "filters"
 
 
-def describe(path: Path, width: int = 76) -> str:
-    """The first comment line of a recipe file (what it is), cut to `width` characters."""
+def describe(path: Path) -> str:
+    """What a recipe file is: the first paragraph of its leading comment (up to a blank line or a bare '#'),
+    whole, as one line."""
+    words = []
     for line in path.read_text(encoding="utf-8").splitlines():
-        if line.startswith("#"):
-            text = line.lstrip("# ").strip().rstrip(":,")
-            return text if len(text) <= width else text[: width - 3].rstrip() + "..."
-        if line.strip():
-            break
-    return ""
+        text = line.strip()
+        if not text.startswith("#"):
+            if text or words:
+                break
+            continue
+        text = text.lstrip("#").strip()
+        if not text:
+            if words:
+                break
+            continue
+        words.append(text)
+    return " ".join(words)

@@ -16,6 +16,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from curate.errors import CurateError
 from curate.io import fs
 from curate.io.parquet import read_table
 
@@ -24,6 +25,7 @@ EDITS = pa.schema([("id", pa.string()), ("kind", pa.string()), ("start", pa.int6
 WITH_ORIGINAL = EDITS.append(pa.field("original", pa.string()))
 
 Spans = dict[str, list[tuple[int, int, str]]]   # id -> [(start, end, placeholder)], sorted by start
+CHANGED = "it changed after its step wrote it (`curate manifest verify RUN` names every changed file)"
 
 
 def apply_spans(text: str, spans) -> str:
@@ -46,13 +48,25 @@ def spans_by_id(edits: pa.Table) -> Spans:
     return dict(out)
 
 
+class FileSpans(dict):
+    """Spans read from one edits file (`Spans`), which an error names: a span that does not fit its document
+    means the file changed after its step wrote it."""
+
+    path = ""
+
+
 def read_spans(run, step: str, source: str, shard: str) -> Spans:
     """The spans `step` recorded for one docs shard (none when it recorded none)."""
     path = run.edits(step, source, shard)
     if not fs.exists(path):
         return {}
-    with fs.open_input(path) as handle:
-        return spans_by_id(read_table(handle, columns=["id", "start", "end", "placeholder"]))
+    try:
+        with fs.open_input(path) as handle:
+            spans = FileSpans(spans_by_id(read_table(handle, columns=["id", "start", "end", "placeholder"])))
+    except (pa.ArrowException, OSError, KeyError) as exc:
+        raise CurateError(f"{path}: not the spans file step {step!r} wrote ({str(exc).splitlines()[0]}); {CHANGED}") from None
+    spans.path = path
+    return spans
 
 
 def apply_edits(table: pa.Table, spans: Spans) -> pa.Table:
@@ -67,5 +81,10 @@ def apply_edits(table: pa.Table, spans: Spans) -> pa.Table:
     at = table.column_names.index("text")
     texts = table.column(at).combine_chunks()
     picked = pa.array(rows, pa.int64())
-    edited = [apply_spans(text, spans[i]) for i, text in zip(ids.take(picked).to_pylist(), texts.take(picked).to_pylist())]
+    edited = []
+    for i, text in zip(ids.take(picked).to_pylist(), texts.take(picked).to_pylist()):
+        try:
+            edited.append(apply_spans(text, spans[i]))
+        except (ValueError, TypeError) as exc:
+            raise CurateError(f"{getattr(spans, 'path', '') or 'edits'}: document {i}: {exc}; {CHANGED}") from None
     return table.set_column(at, table.field(at), pc.replace_with_mask(texts, mask, pa.array(edited, texts.type)))

@@ -30,6 +30,7 @@ from dataclasses import dataclass
 from curate.io import fs
 
 ACCOUNTING = "shards"
+PIPELINE_HEADER = "# resolved from "   # the first line of a run's pipeline.yaml (and of a published copy)
 
 
 @dataclass(frozen=True)
@@ -64,6 +65,9 @@ class RunDir:
     def edits(self, step: str, source: str, shard: str) -> str:
         """The spans a text-editing step replaced in one docs shard (see curate/pii/edits.py)."""
         return self.path("edits", step, source, f"{shard}.parquet")
+
+    def edits_glob(self) -> str:
+        return self.path("edits", "*", "*", "*.parquet")
 
     def ledger_glob(self) -> str:
         return self.path("ledger", "*", "*", "*.parquet")

@@ -21,6 +21,7 @@ from curate.errors import ConfigError, CurateError
 from curate.io import fs
 from curate.rundir import RunDir, aggregate
 from curate.rundir.lock import RunLock
+from curate.rundir.layout import PIPELINE_HEADER
 from curate.io.auth import bucket_of, is_auth_failure
 from curate.runner.ray_executor import Placement
 from curate.runner.task import describe
@@ -163,7 +164,7 @@ def record_pipeline(run: RunDir, pipeline: Pipeline) -> bool:
     here on the run's log is kept in RUN/logs/ (a run refused before changing anything leaves no trace)."""
     mark_started(run.root)
     remove_stale(run, pipeline, STAGES)
-    fs.write_bytes(run.pipeline_file, (f"# resolved from {pipeline.file}; pipeline hash {pipeline.hash()}\n"
+    fs.write_bytes(run.pipeline_file, (f"{PIPELINE_HEADER}{pipeline.file}; pipeline hash {pipeline.hash()}\n"
                                        + yaml.safe_dump(pipeline.resolved, sort_keys=False)).encode())
     return True
 

@@ -1,8 +1,9 @@
 """The manifest stage: `RUN/manifest.json`, what a trainer needs to trust the outputs.
 
 Runs last (after the kept documents are written): it gathers the records of the tokenize, pack, mix,
-classify and dual_use steps, the accounting and the list of output files from the run directory, and
-hands them to `curate.manifest.body`, which builds, writes and verifies the manifest.
+classify and dual_use steps, the accounting and the list of output files (the token files, kept/, ledger/,
+edits/ and pipeline.yaml) from the run directory, and hands them to `curate.manifest.body`, which builds,
+writes and verifies the manifest.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ class ManifestStage(Stage):
     FINAL = True
     GLOBAL = True
     PIPELINE_READS = ("resolved",)  # it writes the resolved pipeline and hashes pipeline.yaml
+    VERSION = 2   # 2: it lists the editing steps' span files (RUN/edits/), which later steps and runs apply
 
     def owned_paths(self) -> list[str]:
         return [self.run.manifest_file, *super().owned_paths()]
@@ -50,7 +52,7 @@ class ManifestStage(Stage):
         pack = self.run.record(self.upstream["packed"], PackRecord)
         plan = self.run.record(self.upstream["mix"], MixRecord).plan if "mix" in self.upstream else None
         files = [f for o in pack.outputs.values() for f in o["files"]]
-        for pattern in (self.run.table_glob("kept"), self.run.ledger_glob()):
+        for pattern in (self.run.table_glob("kept"), self.run.ledger_glob(), self.run.edits_glob()):
             files += [self.run.relative(p) for p in fs.glob(pattern)]
         files.append(self.run.relative(self.run.pipeline_file))
         steps = [s.name for s in self.pipeline.stages if s.name != self.name] + ["kept"]

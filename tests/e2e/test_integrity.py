@@ -165,7 +165,7 @@ def test_raw_tracebacks_become_one_line(tmp_path, sample_env, capsys):
     capsys.readouterr()
     assert main(["query", str(tmp_path / "run"), "SELECT count(*) AS n FROM docs;", "--format", "json", "--out", str(tmp_path / "n.json")]) == 0
     assert json.loads((tmp_path / "n.json").read_text().splitlines()[0])["n"] > 0
-    assert main(["query", str(tmp_path / "run"), "SELECT 1", "--format", "csv", "--out", str(tmp_path / "no" / "x.csv")]) == 1
+    assert main(["query", str(tmp_path / "run"), "SELECT 1", "--format", "csv", "--out", str(tmp_path / "no" / "x.csv")]) == 2
     assert capsys.readouterr().err.strip() == f"curate: error: --out {tmp_path / 'no' / 'x.csv'}: the folder {tmp_path / 'no'} does not exist"
     with pytest.raises(SystemExit):
         main(["run"])
