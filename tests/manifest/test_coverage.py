@@ -46,21 +46,21 @@ def tamper_span_end(path, end: int = 1000) -> None:
 def test_the_manifest_lists_the_span_files_and_verify_names_a_changed_one(run):
     span_file = run / "edits" / "pii" / "web" / f"{SHARD}.parquet"
     assert pq.read_table(span_file).num_rows == 2
-    assert verify(str(run)) == []   # tokens/_shards and tokens/docs are the run's work, not reported
+    assert verify(str(run)) == []   # the pack step's _shards/ and the tokenize step's folder are the run's work, not reported
     tamper_span_end(span_file)
     found = verify(str(run))
     assert len(found) == 1 and found[0].startswith(f"changed: edits/pii/web/{SHARD}.parquet (")
 
 
 def test_verify_names_files_the_manifest_does_not_list_in_the_folders_it_covers(run):
-    for extra in ("tokens/evil.bin", "kept/evil/x.parquet", "kept/web/extra.parquet", f"edits/pii/web/{SHARD}b.parquet",
+    for extra in ("pack/evil.bin", "kept/evil/x.parquet", "kept/web/extra.parquet", f"edits/pii/web/{SHARD}b.parquet",
                   "ledger/ingest/web/more.parquet"):
         (run / extra).parent.mkdir(parents=True, exist_ok=True)
         (run / extra).write_bytes(b"x")
     (run / "notes.txt").write_text("outside the covered folders")
     assert verify(str(run)) == [f"unlisted: edits/pii/web/{SHARD}b.parquet", "unlisted: kept/evil/x.parquet",
                                 "unlisted: kept/web/extra.parquet", "unlisted: ledger/ingest/web/more.parquet",
-                                "unlisted: tokens/evil.bin"]
+                                "unlisted: pack/evil.bin"]
     assert main(["manifest", "verify", str(run)]) == 1
 
 
