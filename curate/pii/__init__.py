@@ -1,7 +1,7 @@
 """PII redaction: which spans are addresses (patterns), finding them in Arrow batches (find), and the edits a
 later step applies to see the redacted text (edits). The `pii` stage (curate/stages/pii.py) ties them together."""
 
-from curate.pii.edits import EDITS, apply_edits, apply_spans, read_spans, spans_by_id
+from curate.rundir.edits import EDITS, apply_edits, apply_spans, read_spans, spans_by_id
 from curate.pii.find import find_spans
 from curate.pii.patterns import DEFAULT_PLACEHOLDERS, KINDS, build_kinds
 

@@ -19,7 +19,7 @@ from curate.dedup.shingles import Shingling
 from curate.errors import CurateError
 from curate.io import fs
 from curate.io.parquet import ParquetSink, read_table
-from curate.pii.edits import apply_edits, read_spans
+from curate.rundir.edits import apply_edits, read_spans
 from curate.dedup.layout import shard_numbers, shard_tag
 from curate.rundir import IngestRecord, RunDir
 from curate.stages.phase import Phase, PhaseRunner, Task

@@ -18,7 +18,7 @@ import pyarrow as pa
 from curate.config.schema import Field
 from curate.errors import ConfigError
 from curate.io.parquet import ParquetSink
-from curate.pii.edits import EDITS, WITH_ORIGINAL
+from curate.rundir.edits import EDITS, WITH_ORIGINAL
 from curate.pii.find import find_spans
 from curate.pii.patterns import KINDS, build_kinds
 from curate.pii.summary import EDITED, SPANS
