@@ -33,7 +33,8 @@ def _run_logged(args, pipeline, output: str, log_path: str | None) -> int:
     from curate.runner.progress import Progress
     from curate.rundir import RunDir
     from curate.runner.run import render, run_pipeline, storage_errors
-    from curate.runner.summary import compile_note, model_notes
+    from curate.runner.summary import compile_note, stage_notes
+    from curate.stages import STAGES
     from curate.sample.quickstart import ensure_sample
 
     started = time.monotonic()
@@ -46,7 +47,8 @@ def _run_logged(args, pipeline, output: str, log_path: str | None) -> int:
     run = RunDir(_absolute(output))
     if not args.quiet:
         print(render(rows))
-        for line in compile_note(rows) + model_notes(run, [s.name for s in pipeline.stages], rows, pipeline.priority):
+        steps = [(s.name, STAGES[s.kind]) for s in pipeline.stages]
+        for line in compile_note(rows) + stage_notes(run, steps, rows, pipeline.priority):
             print(line)
     report = _report(_absolute(output)) if not args.no_report else None
     outputs = [name for name, path in (("kept/", run.path("kept")), ("tokens/", run.path("tokens")), ("ledger/", run.path("ledger")),

@@ -6,7 +6,7 @@ from __future__ import annotations
 from html import escape
 
 from curate.io import fs
-from curate.pii.summary import edit_counts
+from curate.stages.edit import edit_counts
 from curate.report import page
 from curate.report.section import Section
 from curate.report.context import RunView, files_sql

@@ -15,6 +15,9 @@ import importlib
 from dataclasses import dataclass
 
 
+WARM_TEXT = "Warm-up text: the kernels compile once.\nA second line, with punctuation; numbers 12 and 3.4!"
+
+
 @dataclass(frozen=True)
 class Kernel:
     """A numba kernel a stage's tasks call, compiled (or loaded from numba's cache) before them, timed apart.
@@ -39,22 +42,24 @@ class Facets:
     """Report sections, each `"module:NAME"` of a `curate.report.section.Section` (the report is above the stages,
     so it is named, not imported); shown where the first step naming it stands in the pipeline."""
 
-    @staticmethod
-    def kernels(options: dict) -> tuple[Kernel, ...]:
-        """The kernels the step's accounting tasks call, given its options."""
-        return ()
+    KERNELS: tuple[Kernel, ...] = ()
+    """The kernels the step's accounting tasks call (`kernels(options)` when they depend on its options)."""
 
-    @staticmethod
-    def lines(run, step: str, rows: list[dict], order: list[str]) -> list[str]:
+    @classmethod
+    def kernels(cls, options: dict) -> tuple[Kernel, ...]:
+        return cls.KERNELS
+
+    @classmethod
+    def lines(cls, run, step: str, rows: list[dict], order: list[str]) -> list[str]:
         """Lines printed after the summary table (`rows`: the run's summary rows; `order`: the source priority)."""
         return []
 
-    @staticmethod
-    def flags(run, step: str, row: dict) -> dict:
-        """What the step adds to its summary row for one source (`row["source"]`) in `summary.json`."""
+    @classmethod
+    def flags(cls, run, step: str, sources: list[str]) -> dict[str, dict]:
+        """Per source, what the step adds to its row in `summary.json` (`sources`: those the step has rows for)."""
         return {}
 
-    @staticmethod
-    def manifest(run, step: str) -> dict:
+    @classmethod
+    def manifest(cls, run, step: str) -> dict:
         """What the step adds to the manifest: `{"models": {name: {...}}}` for the models it ran."""
         return {}
