@@ -2,7 +2,8 @@
 
 Compares the sha256 of every file under the two runs except what records how and when a run went
 (`_state/`, `_work/`, `logs/`, `report.html`, `summary.json`, `pipeline.yaml`, whose header and `output`
-name the run's own path), and the manifest's list of files with their hashes (not its creation time). What is
+name the run's own path, also left out of the manifest's list), and the manifest's list of files with their
+hashes (not its creation time). What is
 compared is what a consumer reads: docs/, kept/, ledger/, tokens/, edits/, every step's table (RUN/<step>/),
 quarantine/ and the manifest's file list.
 
@@ -36,7 +37,7 @@ def digests(root: str) -> dict[str, str]:
     manifest = os.path.join(root, "manifest.json")
     if os.path.exists(manifest):
         with open(manifest) as handle:
-            files = json.load(handle).get("files")
+            files = [f for f in json.load(handle).get("files") or [] if f.get("path") not in SKIP_FILES]   # pipeline.yaml: see above
         out["manifest.json:files"] = hashlib.sha256(json.dumps(files, sort_keys=True).encode()).hexdigest()
     return out
 

@@ -144,7 +144,11 @@ class ClassifyStage(ShardStage):
             results = run_phase(Phase(f"model-{name}", tasks, partial(self.score_shard, name, before), partial(self.load, name),
                                       choice.resources, key=key, outputs=(self.model_dir(name),)))
             costs[name] = choice.cost(results)
-            log.info("%s: %s", self.name, choice.describe(costs[name]))
+            if getattr(results, "ran", len(results)):
+                log.info("%s: %s", self.name, choice.describe(costs[name]))
+            else:   # a resume: nothing was scored now, the scores of an earlier run hold
+                log.info("%s: model %s: the scores of %s documents from an earlier run still hold; nothing scored now",
+                         self.name, name, f"{costs[name]['documents']:,}")
         self.run.publish(self.name, ClassifyRecord({n: {**models[n].describe_json(), **costs[n]} for n in order}))
         super().execute(tasks, run_phase)
 

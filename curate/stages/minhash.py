@@ -48,8 +48,11 @@ def warm_signatures() -> None:
     compute_signatures(pa.array([WARM_TEXT, "x"]), "zyda2")  # one compiled function serves every preset
 
 
+SIGNATURES = Kernel("the MinHash signature kernel", "curate.stages.minhash:warm_signatures", ("curate.dedup.kernel:signatures_range",))
+
+
 class MinhashFacets(Facets):
-    KERNELS = (Kernel("the MinHash signature kernel", "curate.stages.minhash:warm_signatures", ("curate.dedup.kernel:signatures_range",)),)
+    KERNELS = (SIGNATURES,)
 
 
 @stage("minhash")
