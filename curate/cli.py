@@ -35,7 +35,8 @@ def _run_logged(args, pipeline, output: str, log_path: str | None) -> int:
     from curate.runner.progress import Progress
     from curate.rundir import PackRecord, RunDir
     from curate.runner.run import render, run_pipeline, storage_errors
-    from curate.runner.summary import compile_note, model_notes
+    from curate.runner.summary import compile_note, stage_notes
+    from curate.stages import STAGES
     from curate.sample.quickstart import ensure_sample
 
     started = time.monotonic()
@@ -48,7 +49,8 @@ def _run_logged(args, pipeline, output: str, log_path: str | None) -> int:
     run = RunDir(_absolute(output))
     if not args.quiet:
         print(render(rows))
-        for line in compile_note(rows) + model_notes(run, [s.name for s in pipeline.stages], rows, pipeline.priority):
+        steps = [(s.name, STAGES[s.kind]) for s in pipeline.stages]
+        for line in compile_note(rows) + stage_notes(run, steps, rows, pipeline.priority):
             print(line)
     report = _report(_absolute(output)) if not args.no_report else None
     packs = [(f"{s.name}/", run.path(s.name)) for s in pipeline.stages if run.find_record(s.name, PackRecord) is not None]

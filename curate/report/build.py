@@ -1,64 +1,62 @@
-"""`write_report`: gather every section's data from a run, render the page, write one HTML file."""
+"""`write_report`: gather every section's data from a run, render the page, write one HTML file.
+
+The sections of the run as a whole are named here; a stage's own sections are named by the stage
+(`Facets.REPORT`, see `curate/stages/facets.py`), so no stage kind is named here."""
 
 from __future__ import annotations
 
 import datetime as dt
+import importlib
 import logging
 from html import escape
 
 from curate.errors import CurateError
 from curate.io import fs
-from curate.report import (classify, decontam, dedup, dualuse, examples, funnel, languages, mixture, page, pii, removals, sections,
-                           signals, timing)
+from curate.report import examples, funnel, page, removals, sections, timing
 from curate.report.context import RunView, open_run
 from curate.report.palette import source_colors
+from curate.report.section import Section
+from curate.stages import STAGES
 
 log = logging.getLogger("curate")
 
 
+def stage_sections(run: RunView) -> list[Section]:
+    """The sections the run's steps name (`Facets.REPORT`), each once, where the first step naming it stands."""
+    out: dict[str, Section] = {}
+    for _, kind in run.steps:
+        if kind not in STAGES:   # a step whose stage this process does not know (a plugin not imported)
+            continue
+        for ref in STAGES[kind].FACETS.REPORT:
+            if ref not in out:
+                module, name = ref.split(":")
+                out[ref] = getattr(importlib.import_module(module), name)
+    return list(out.values())
+
+
 def gather(run: RunView) -> dict:
     """Every section's data: small dicts and arrays, all read from the run."""
-    return {
+    data = {
         "documents": funnel.documents(run),
         "tokens": funnel.tokens(run),
         "removals": removals.by_reason(run),
         "bad_records": removals.bad_records(run),
-        "signals": signals.distributions(run),
-        "dedup": dedup.dedup(run),
-        "classify": classify.classifiers(run),
-        "dual_use": dualuse.dual_uses(run),
-        "decontaminate": decontam.gather(run),
-        "pii": pii.pii_steps(run),
-        "plan": mixture.plan(run),
-        "packing": mixture.packing(run),
         "timing": timing.timing(run),
         "examples": examples.removal_examples(run),
-        "clusters": [c for stage in run.stages_of(*dedup.DEDUP_KINDS) if stage in run.stage_order
-                     for c in examples.cross_source_clusters(run, stage)],
-        "languages": languages.language_mix(run),
     }
+    for section in stage_sections(run):
+        data[section.anchor] = section.gather(run)
+    return data
 
 
 def render(run: RunView, data: dict) -> str:
     colors = source_colors(run.sources)
-
-    def pending(*kinds: str) -> list[str]:
-        return [s for s in run.stages_of(*kinds) if s not in run.stage_order]
-
     parts = [
         ("overview", "Overview", sections.overview(run, data["documents"], data["timing"], data["removals"], colors)),
         ("funnel", "Funnel", sections.funnel(data["documents"], data["tokens"], colors)),
         ("removals", "Removals", sections.removals(data["removals"], data["bad_records"], run.sources, colors)),
         ("examples", "Removed documents", examples.removal_section(data["examples"], colors)),
-        ("signals", "Quality signals", sections.signals(data["signals"])),
-        ("languages", "Languages", languages.section(data["languages"])),
-        ("dedup", "Deduplication", sections.dedup(data["dedup"], pending("dedup", "exact_dedup"))),
-        ("clusters", "Duplicates across sources", examples.clusters_section(data["clusters"], colors)),
-        ("classify", "Classifiers", sections.classifiers(data["classify"], pending("classify"))),
-        ("dual-use", "Dual-use", sections.dual_use(data["dual_use"], colors, pending("dual_use"))),
-        ("decontamination", "Decontamination", decontam.section(data["decontaminate"], colors)),
-        ("pii", "PII", pii.section(data["pii"], colors)),
-        ("mixture", "Mixture & packing", sections.mixture(data["plan"], data["packing"], colors)),
+        *((s.anchor, s.title, s.render(run, data[s.anchor], colors)) for s in stage_sections(run) if s.anchor in data),
         ("performance", "Performance", sections.performance(data["timing"])),
     ]
     parts = [p for p in parts if p[2]]

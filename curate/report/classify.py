@@ -8,6 +8,14 @@ documents at the step.
 
 from __future__ import annotations
 
+from html import escape
+
+from curate.report import page, svg
+from curate.report.palette import KEPT, NEUTRAL, REMOVED
+from curate.report.section import Section
+from curate.report.sections import num, pending, pending_note, threshold_marks
+from curate.report.svg import Series
+
 import duckdb
 import numpy as np
 
@@ -113,3 +121,54 @@ def classifier(run: RunView, stage: str, budget: int = BUDGET) -> dict:
 
 def classifiers(run: RunView) -> list[dict]:
     return [classifier(run, s) for s in run.stages_of("classify") if s in run.stage_order]
+
+
+# ---- classifiers ----------------------------------------------------------------------------------
+
+def section(data: list[dict], pending: list[str] = ()) -> str:
+    if not data and not pending:
+        return ""
+    body = [pending_note(list(pending))]
+    for c in data:
+        info_rows = []
+        for model, i in c["info"].items():
+            standin = f"yes: stands in for {escape(str(i.get('replaces')))}" if i.get("standin") else "no"
+            info_rows.append([escape(model), escape(str(i.get("kind"))), f"<code>{escape(str(i.get('path')))}</code>", standin,
+                              escape(str(i.get("device"))), num(i.get("documents")), num(i.get("seconds_per_1000"))])
+        if info_rows:
+            body.append(page.table(["model", "kind", "path", "stand-in", "device", "documents", "s per 1,000 docs"], info_rows,
+                                   {5, 6}, raw=True))
+        keep = "; ".join(f"{escape(s)}: <code>{escape(p)}</code>" for s, p in c["keep"].items()) or "none"
+        figs = []
+        for m in c["models"]:
+            for ch in m["charts"]:
+                series = [Series(f"kept (n={num(ch['n']['kept'])})", KEPT, ch["groups"]["kept"] or [0] * (len(ch["edges"]) - 1))]
+                if ch["groups"]["removed"]:
+                    series.append(Series(f"removed (n={num(ch['n']['removed'])})", REMOVED, ch["groups"]["removed"]))
+                chart = svg.histogram(ch["edges"], series, x_label=ch["column"], y_label="documents", stacked=True, integer=ch["integer"],
+                                      marks=threshold_marks(ch["thresholds"], ch["integer"]), label=ch["column"])
+                cap = (f"{escape(m['model'])} on {escape(', '.join(ch['sources']))}, stacked: kept and removed by "
+                       f"<code>{escape(c['stage'])}</code> (keep: {keep}). Documents scaled from the sampled rows.")
+                if not ch["thresholds"]:
+                    cap += " No keep predicate compares this column with a number, so no threshold line is drawn."
+                figs.append(page.figure(f"{m['model']}: {ch['column']}", chart, cap))
+            if m["labels"]:
+                labels = sorted(m["labels"])
+                kept_labels = {lr["value"] for lr in m["keep_labels"] if lr["op"] == "="}
+                cats = [f"{lb} (keep)" if lb in kept_labels else lb for lb in labels]
+                series = [Series("kept", KEPT, [m["labels"][lb]["kept"] for lb in labels]),
+                          Series("removed", REMOVED, [m["labels"][lb]["removed"] for lb in labels])]
+                figs.append(page.figure(f"{m['model']}: labels", svg.bars(cats, series, value_label="documents", stacked=True,
+                                                                         label=f"{m['model']} labels"),
+                                        f"Top label of {escape(m['model'])} per document, split by the keep decision (keep: {keep})."))
+            if m["decided_by"]:
+                cats = sorted(m["decided_by"])
+                chart = svg.bars(cats, [Series("documents", NEUTRAL, [m["decided_by"][k] for k in cats])], value_label="documents",
+                                 label="decided by")
+                figs.append(page.figure(f"{m['model']}: decided by", chart, "Which model of the cascade decided each document."))
+        body.append(f"<h3>Step <code>{escape(c['stage'])}</code></h3>" + "".join(page.note(n) for n in c["notes"])
+                    + '<div class="grid">' + "".join(figs) + "</div>")
+    return page.section("classify", "Classifiers", "Model scores of kept and removed documents, with the keep thresholds.", "".join(body))
+
+
+SECTION = Section("classify", "Classifiers", classifiers, lambda run, data, colors: section(data, pending(run, "classify")))

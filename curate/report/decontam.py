@@ -8,6 +8,7 @@ from __future__ import annotations
 from html import escape
 
 from curate.report import page
+from curate.report.section import Section
 from curate.report.context import RunView, files_sql
 
 EXAMPLES = 4   # flagged documents shown per set
@@ -77,3 +78,6 @@ def section(data: list[dict], colors: dict) -> str:
                         "Training documents that hold evaluation text: per eval set, the documents flagged, and for the strongest "
                         "matches the matched passage (left, as written in the document) beside the eval item (right). "
                         "<code>curate query RUN \"SELECT * FROM contamination\"</code> lists every match.", "".join(body))
+
+
+SECTION = Section("decontamination", "Decontamination", gather, lambda run, data, colors: section(data, colors))

@@ -9,6 +9,14 @@ in favour of a copy kept in the column's source.
 
 from __future__ import annotations
 
+from html import escape
+
+from curate.report import svg
+from curate.report.palette import shades
+from curate.report.section import Section
+from curate.report.sections import num, pct, pending, pending_note
+from curate.report.svg import Series
+
 import math
 
 from curate.report import page
@@ -95,3 +103,42 @@ def alarms_html(d: dict) -> str:
     limits = f"alarms at more than {a['max_removed_share']:.0%} removed or a cluster over {a['max_cluster']:,} documents"
     notes = [page.note(f"ALARM: {line}") for line in a["alarms"]]
     return "".join(notes) + page.note(f"{d['stage']}: share of each source removed: {shares} ({limits}).")
+
+
+# ---- dedup ----------------------------------------------------------------------------------------
+
+def section(data: list[dict], pending: list[str] = ()) -> str:
+    if not data and not pending:
+        return page.section("dedup", "Deduplication", "", page.note("The pipeline has no deduplication step (dedup or exact_dedup)."))
+    body = [pending_note(list(pending))]
+    for d in data:
+        figs = []
+        c = d["clusters"]
+        if c is not None:
+            series = [Series("within one source", shades(2, "#4e79a7")[0], c["within"]),
+                      Series("across sources", "#f28e2b", c["across"])]
+            chart = svg.bars(c["bins"], series, value_label="clusters", stacked=True, horizontal=False, label="cluster sizes")
+            cap = (f"{num(c['clusters'])} duplicate clusters holding {num(c['documents'])} documents (largest: {num(c['largest'])}), "
+                   f"from <code>{escape(d['stage'])}/clusters/</code>; one document per cluster survives the policy, or more "
+                   "under cross_source when the best source holds several.")
+            if c["sampled_every"] > 1:
+                cap += f" Estimated from one cluster in {c['sampled_every']} (sampled by a hash of the cluster id)."
+            figs.append(page.figure(f"Cluster sizes ({d['stage']})", chart, cap))
+        m = d["matrix"]
+        if m is not None and m["removed"]:
+            notes = [[f"{pct(v, m['inputs'][x])} of {x}'s input" if v else "" for v in row] for x, row in zip(m["sources"], m["values"])]
+            chart = svg.heatmap(m["sources"], m["sources"], m["values"], row_title="removed from", col_title="in favour of (kept copy)",
+                                notes=notes, label="cross-source duplicates")
+            figs.append(page.figure(f"Who lost documents to whom ({d['stage']})", chart,
+                                    f"Documents of the row's source removed as <code>{escape(m['reason'] or '')}:&lt;column&gt;</code>: "
+                                    f"a copy in the column's source was kept ({num(m['removed'])} in all; policy "
+                                    f"<code>{escape(str(d['policy']))}</code>, priority decides). From the ledger reasons."))
+        elif m is not None:
+            figs.append(page.note(f"{d['stage']}: no document was removed as a duplicate."))
+        if c is None:
+            figs.append(page.note(f"{d['stage']}: no clusters table ({d['stage']}/clusters/) in the run."))
+        body.append(alarms_html(d) + '<div class="grid">' + "".join(figs) + "</div>")
+    return page.section("dedup", "Deduplication", "How large the duplicate clusters are and which source gave way to which.", "".join(body))
+
+
+SECTION = Section("dedup", "Deduplication", dedup, lambda run, data, colors: section(data, pending(run, *DEDUP_KINDS)))

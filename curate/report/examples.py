@@ -11,8 +11,9 @@ from __future__ import annotations
 
 from html import escape
 
-from curate.pii.edits import apply_spans, read_spans
+from curate.rundir.edits import apply_spans, read_spans
 from curate.report import page
+from curate.report.section import Section
 from curate.report.context import RunView, files_sql
 from curate.report.sampling import shard_name, spread
 
@@ -159,3 +160,10 @@ def clusters_section(data: list[dict], colors: dict) -> str:
     return page.section("clusters", "Duplicates across sources", "Clusters of near-duplicates that span sources, their texts side "
                         "by side: the copy in the best source (priority) is kept, the others are removed as duplicates of it.",
                         "".join(blocks))
+
+
+def _clusters(run: RunView) -> list[dict]:
+    return [c for stage in run.stages_of("dedup", "exact_dedup") if stage in run.stage_order for c in cross_source_clusters(run, stage)]
+
+
+CLUSTERS_SECTION = Section("clusters", "Duplicates across sources", _clusters, lambda run, data, colors: clusters_section(data, colors))

@@ -8,6 +8,7 @@ whole shards spread over the run (at most `BUDGET` rows per source) and scaled t
 from __future__ import annotations
 
 from curate.report import page, svg
+from curate.report.section import Section
 from curate.report.context import RunView, files_sql
 from curate.report.palette import ESTIMATE, KEPT, REMOVED
 from curate.report.sampling import pick_shards, shard_files
@@ -75,3 +76,6 @@ def section(data: dict | None) -> str:
                "them." + (" Estimated from shards spread over the run, scaled to each source's size." if data["sampled"] else ""))
     return page.section("languages", "Languages", "The language mix of what was kept and of what was removed.",
                         '<div class="grid">' + page.figure("Languages kept and removed", chart, caption) + "</div>" + table)
+
+
+SECTION = Section("languages", "Languages", language_mix, lambda run, data, colors: section(data))

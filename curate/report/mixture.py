@@ -9,6 +9,14 @@ the file (at most `MAX_SEQUENCES` sequences per source).
 
 from __future__ import annotations
 
+from html import escape
+
+from curate.report import page, svg
+from curate.report.palette import ESTIMATE
+from curate.report.section import Section
+from curate.report.sections import num, pct, swatch
+from curate.report.svg import Mark, Series, compact
+
 import struct
 
 import numpy as np
@@ -106,3 +114,67 @@ def _read(f, offset: int, size: int) -> bytes:
     if len(data) != size:
         raise ValueError("a Megatron index is shorter than its header says")
     return data
+
+
+# ---- mixture and packing --------------------------------------------------------------------------
+
+def section(plan: dict | None, packing: dict | None, colors: dict) -> str:
+    if plan is None and packing is None:
+        return page.section("mixture", "Mixture and packing", "", page.note("The run has no mixture plan or packed output yet."))
+    figs, tables = [], []
+    if plan is not None:
+        src = [s for s in colors if s in plan["sources"]]
+        p = plan["sources"]
+        series = [Series("available (estimated)", ESTIMATE, [p[s].get("available_tokens") for s in src]),
+                  Series("planned", "#4e79a7", [p[s].get("chosen_tokens") for s in src])]
+        if any("tokens" in p[s] for s in src):
+            series.append(Series("written", "#102a43", [p[s].get("tokens") for s in src]))
+        figs.append(page.figure("Mixture: plan against tokens written", svg.bars(src, series, value_label="tokens", horizontal=False,
+                                                                                 label="mixture plan vs written"),
+                                f"Per source: tokens available after the filters (estimated by the mix step from characters), "
+                                f"the plan's tokens (mode <code>{escape(str(plan['mode']))}</code>) and the tokens written to "
+                                "<code>tokens/</code> (EOS and repeated documents included)."))
+        ep = Series("epochs", "#4e79a7", [p[s].get("epochs") for s in src])
+        figs.append(page.figure("Epochs per source", svg.bars(src, [ep], value_label="epochs (planned)", horizontal=False,
+                                                              marks=[Mark(1.0, "1 epoch")], fmt=lambda v: f"{v:.3g}", label="epochs"),
+                                "How many times each source's available tokens are used: below 1 down-samples "
+                                "(mix:downsampled in the ledger), above 1 repeats documents whole."))
+        total_written = sum(p[s].get("tokens") or 0 for s in src)
+        rows = [[f"{swatch(colors[s])}{escape(s)}", num(p[s].get("weight")), compact(p[s].get("available_tokens")),
+                 compact(p[s].get("chosen_tokens")), compact(p[s].get("tokens")) if "tokens" in p[s] else "-",
+                 pct(p[s].get("tokens") or 0, total_written) if total_written else "-", f"{p[s].get('epochs', 0):.3f}",
+                 num(p[s].get("documents"))] for s in src]
+        tables.append(page.table(["source", "weight", "available ≈", "planned", "written", "share written", "epochs", "documents"],
+                                 rows, {1, 2, 3, 4, 5, 6, 7}, raw=True))
+    if packing is not None:
+        fill = packing["fill"]
+        if fill:
+            edges = [i / 20 for i in range(21)]
+            src = [s for s in colors if s in fill]
+            series = []
+            for s in src:
+                lengths = fill[s]["lengths"]
+                counts = [0] * 20
+                for v in (lengths / packing["seq_len"]).tolist():
+                    counts[min(19, max(0, int(v * 20 - 1e-9)))] += 1
+                series.append(Series(s, colors[s], counts))
+            sampled = sum(len(fill[s]["lengths"]) for s in src)
+            total = sum(fill[s]["total"] for s in src)
+            how = (" With method none every document is its own sequence: this is document length over seq_len, longer "
+                   "documents counted in the last bin." if packing["method"] == "none" else "")
+            cap = (f"Packed sequences by how much of seq_len = {packing['seq_len']} they fill (method "
+                   f"<code>{escape(packing['method'])}</code>), stacked by source; read from the Megatron <code>.idx</code> files"
+                   + (f" ({num(sampled)} of {num(total)} sequences, in windows spread over each file)." if sampled < total else ".")
+                   + how)
+            figs.append(page.figure("Sequence fill", svg.histogram(edges, series, x_label="tokens / seq_len", y_label="sequences",
+                                                                   stacked=True, label="sequence fill"), cap))
+        items = [("packing density", f"{100 * packing.get('density', 0):.2f}%"), ("sequences", num(packing.get("sequences"))),
+                 ("seq_len", num(packing["seq_len"])), ("method", str(packing["method"]))]
+        if packing.get("split_share") is not None:
+            items.append(("documents split", f"{100 * packing['split_share']:.2f}%"))
+        tables.insert(0, page.cards(items))
+    return page.section("mixture", "Mixture and packing", "The planned mixture against what was written, and how well it packs. "
+                        "Density = tokens / (sequences x seq_len).", '<div class="grid">' + "".join(figs) + "</div>" + "".join(tables))
+
+
+SECTION = Section("mixture", "Mixture & packing", lambda run: (plan(run), packing(run)), lambda run, data, colors: section(*data, colors))

@@ -6,8 +6,9 @@ from __future__ import annotations
 from html import escape
 
 from curate.io import fs
-from curate.pii.summary import edit_counts
+from curate.stages.edit import edit_counts
 from curate.report import page
+from curate.report.section import Section
 from curate.report.context import RunView, files_sql
 from curate.rundir import EditsRecord
 
@@ -54,3 +55,6 @@ def section(data: list[dict], colors: dict) -> str:
                       f'<code>edits/{escape(d["stage"])}/</code> and the <code>edits</code> view of <code>curate query</code>.</p>')
     return page.section("pii", "PII", "E-mail and IP addresses replaced by placeholders (no document is removed; later steps "
                         "see the edited text).", "".join(body))
+
+
+SECTION = Section("pii", "PII", pii_steps, lambda run, data, colors: section(data, colors))

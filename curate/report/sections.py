@@ -8,8 +8,6 @@ from __future__ import annotations
 from html import escape
 
 from curate.report import page, svg
-from curate.report.dedup import alarms_html
-from curate.report.palette import ESTIMATE, KEPT, NEUTRAL, REMOVED, shades
 from curate.report.svg import Mark, Series, compact
 
 OPS = {">=": "≥", "<=": "≤", ">": ">", "<": "<", "=": "=", "!=": "≠"}
@@ -151,239 +149,18 @@ def removals(data: dict, bad: dict, sources: list[str], colors: dict) -> str:
     return page.section("removals", "Removals", "Why documents left the run: every ledger reason, bad records included.", body)
 
 
-# ---- signals --------------------------------------------------------------------------------------
+# ---- helpers of the stages' sections ------------------------------------------------------
 
-def signals(data: dict) -> str:
-    notes = "".join(page.note(n) for n in data.get("notes", []))
-    if not data["charts"]:
-        return page.section("signals", "Quality signals", "", notes or page.note("No signal could be read."))
-    figs = []
-    for c in data["charts"]:
-        series = [Series(f"kept (n={num(c['n']['kept'])})", KEPT, c["groups"]["kept"] or [0] * (len(c["edges"]) - 1))]
-        if c["groups"]["removed"]:
-            series.append(Series(f"removed (n={num(c['n']['removed'])})", REMOVED, c["groups"]["removed"]))
-        chart = svg.histogram(c["edges"], series, x_label=c["title"], y_label="share of the group", log_x=c["log"],
-                              integer=c["integer"], marks=threshold_marks(c["thresholds"], c["integer"]),
-                              y_format=lambda v: f"{100 * v:.0f}%", label=c["title"])
-        caption = (f"<code>{escape(c['expr'])}</code> over {escape(', '.join(c['sources']))}; each group sums to 100%.")
-        if c["thresholds"]:
-            rules = [f"<code>{escape(t['rule'])}</code>" + (f" ({escape(t['scope'])})" if t["scope"] != "all" else "")
-                     for t in c["thresholds"]]
-            caption += " Dashed: " + "; ".join(rules) + "."
-        if c["clipped"]:
-            caption += " The axis covers the bulk of the values; those beyond are counted in the edge bins."
-        figs.append(page.figure(c["title"], chart, caption))
-    sampled = data.get("sampled") or {}
-    total = sum(r for r, _ in sampled.values())
-    population = sum(p for _, p in sampled.values())
-    lead = ("Documents a quality step removed (red: " + escape(", ".join(data.get("stages") or []) or "none")
-            + ") against the others (green: kept by those steps; documents the mixture later down-sampled count as kept), "
-            f"from {num(total)} sampled rows of {num(population)} documents with signals; sources are weighted by their size. "
-            "Dashed lines are the recipe's thresholds where its SQL states one (<code>column OP number</code>, <code>BETWEEN</code>).")
-    return page.section("signals", "Quality signals", lead, notes + '<div class="grid">' + "".join(figs) + "</div>")
+def pending(run, *kinds: str) -> list[str]:
+    """The steps of these kinds that have not run yet (the run stopped before them, or is still running)."""
+    return [s for s in run.stages_of(*kinds) if s not in run.stage_order]
 
-
-# ---- dedup ----------------------------------------------------------------------------------------
 
 def pending_note(steps: list[str]) -> str:
     if not steps:
         return ""
     return page.note(f"Not run yet: {', '.join(steps)} (the run stopped before, or is still running).")
 
-
-def dedup(data: list[dict], pending: list[str] = ()) -> str:
-    if not data and not pending:
-        return page.section("dedup", "Deduplication", "", page.note("The pipeline has no deduplication step (dedup or exact_dedup)."))
-    body = [pending_note(list(pending))]
-    for d in data:
-        figs = []
-        c = d["clusters"]
-        if c is not None:
-            series = [Series("within one source", shades(2, "#4e79a7")[0], c["within"]),
-                      Series("across sources", "#f28e2b", c["across"])]
-            chart = svg.bars(c["bins"], series, value_label="clusters", stacked=True, horizontal=False, label="cluster sizes")
-            cap = (f"{num(c['clusters'])} duplicate clusters holding {num(c['documents'])} documents (largest: {num(c['largest'])}), "
-                   f"from <code>{escape(d['stage'])}/clusters/</code>; one document per cluster survives the policy, or more "
-                   "under cross_source when the best source holds several.")
-            if c["sampled_every"] > 1:
-                cap += f" Estimated from one cluster in {c['sampled_every']} (sampled by a hash of the cluster id)."
-            figs.append(page.figure(f"Cluster sizes ({d['stage']})", chart, cap))
-        m = d["matrix"]
-        if m is not None and m["removed"]:
-            notes = [[f"{pct(v, m['inputs'][x])} of {x}'s input" if v else "" for v in row] for x, row in zip(m["sources"], m["values"])]
-            chart = svg.heatmap(m["sources"], m["sources"], m["values"], row_title="removed from", col_title="in favour of (kept copy)",
-                                notes=notes, label="cross-source duplicates")
-            figs.append(page.figure(f"Who lost documents to whom ({d['stage']})", chart,
-                                    f"Documents of the row's source removed as <code>{escape(m['reason'] or '')}:&lt;column&gt;</code>: "
-                                    f"a copy in the column's source was kept ({num(m['removed'])} in all; policy "
-                                    f"<code>{escape(str(d['policy']))}</code>, priority decides). From the ledger reasons."))
-        elif m is not None:
-            figs.append(page.note(f"{d['stage']}: no document was removed as a duplicate."))
-        if c is None:
-            figs.append(page.note(f"{d['stage']}: no clusters table ({d['stage']}/clusters/) in the run."))
-        body.append(alarms_html(d) + '<div class="grid">' + "".join(figs) + "</div>")
-    return page.section("dedup", "Deduplication", "How large the duplicate clusters are and which source gave way to which.", "".join(body))
-
-
-# ---- classifiers ----------------------------------------------------------------------------------
-
-def classifiers(data: list[dict], pending: list[str] = ()) -> str:
-    if not data and not pending:
-        return ""
-    body = [pending_note(list(pending))]
-    for c in data:
-        info_rows = []
-        for model, i in c["info"].items():
-            standin = f"yes: stands in for {escape(str(i.get('replaces')))}" if i.get("standin") else "no"
-            info_rows.append([escape(model), escape(str(i.get("kind"))), f"<code>{escape(str(i.get('path')))}</code>", standin,
-                              escape(str(i.get("device"))), num(i.get("documents")), num(i.get("seconds_per_1000"))])
-        if info_rows:
-            body.append(page.table(["model", "kind", "path", "stand-in", "device", "documents", "s per 1,000 docs"], info_rows,
-                                   {5, 6}, raw=True))
-        keep = "; ".join(f"{escape(s)}: <code>{escape(p)}</code>" for s, p in c["keep"].items()) or "none"
-        figs = []
-        for m in c["models"]:
-            for ch in m["charts"]:
-                series = [Series(f"kept (n={num(ch['n']['kept'])})", KEPT, ch["groups"]["kept"] or [0] * (len(ch["edges"]) - 1))]
-                if ch["groups"]["removed"]:
-                    series.append(Series(f"removed (n={num(ch['n']['removed'])})", REMOVED, ch["groups"]["removed"]))
-                chart = svg.histogram(ch["edges"], series, x_label=ch["column"], y_label="documents", stacked=True, integer=ch["integer"],
-                                      marks=threshold_marks(ch["thresholds"], ch["integer"]), label=ch["column"])
-                cap = (f"{escape(m['model'])} on {escape(', '.join(ch['sources']))}, stacked: kept and removed by "
-                       f"<code>{escape(c['stage'])}</code> (keep: {keep}). Documents scaled from the sampled rows.")
-                if not ch["thresholds"]:
-                    cap += " No keep predicate compares this column with a number, so no threshold line is drawn."
-                figs.append(page.figure(f"{m['model']}: {ch['column']}", chart, cap))
-            if m["labels"]:
-                labels = sorted(m["labels"])
-                kept_labels = {lr["value"] for lr in m["keep_labels"] if lr["op"] == "="}
-                cats = [f"{lb} (keep)" if lb in kept_labels else lb for lb in labels]
-                series = [Series("kept", KEPT, [m["labels"][lb]["kept"] for lb in labels]),
-                          Series("removed", REMOVED, [m["labels"][lb]["removed"] for lb in labels])]
-                figs.append(page.figure(f"{m['model']}: labels", svg.bars(cats, series, value_label="documents", stacked=True,
-                                                                         label=f"{m['model']} labels"),
-                                        f"Top label of {escape(m['model'])} per document, split by the keep decision (keep: {keep})."))
-            if m["decided_by"]:
-                cats = sorted(m["decided_by"])
-                chart = svg.bars(cats, [Series("documents", NEUTRAL, [m["decided_by"][k] for k in cats])], value_label="documents",
-                                 label="decided by")
-                figs.append(page.figure(f"{m['model']}: decided by", chart, "Which model of the cascade decided each document."))
-        body.append(f"<h3>Step <code>{escape(c['stage'])}</code></h3>" + "".join(page.note(n) for n in c["notes"])
-                    + '<div class="grid">' + "".join(figs) + "</div>")
-    return page.section("classify", "Classifiers", "Model scores of kept and removed documents, with the keep thresholds.", "".join(body))
-
-
-# ---- dual use -------------------------------------------------------------------------------------
-
-def dual_use(data: list[dict], colors: dict, pending: list[str] = ()) -> str:
-    if not data and not pending:
-        return ""
-    body = [pending_note(list(pending))]
-    for d in data:
-        f = d["funnel"]
-        steps = ["scanned", "escalated", "flagged", "removed"]
-        series = [Series(s, colors[s], [f["counts"][s][k] for k in steps]) for s in f["sources"]]
-        chart = svg.bars(steps, series, value_label="documents", stacked=True, label="dual-use funnel")
-        figs = [page.figure("Dual-use funnel", chart,
-                            f"Every live document is scanned against the blocklist (<code>{escape(str(d['terms_file']))}</code>); "
-                            f"those with at least {d['escalate_at']} distinct terms are escalated to the classifier; those it scores "
-                            f"above {d['threshold']} are flagged, quarantined and removed. Exact, from the task markers.")]
-        if d["hits"]:
-            labels = [str(i) for i in range(len(d["hits"]) - 1)] + [f"≥{len(d['hits']) - 1}"]
-            colors_hits = [Series("documents", NEUTRAL, d["hits"])]
-            marks = [Mark(d["escalate_at"] - 0.5, f"escalate at {d['escalate_at']}")] if d["escalate_at"] is not None else []
-            edges = [i - 0.5 for i in range(len(d["hits"]) + 1)]
-            chart = svg.histogram(edges, colors_hits, x_label="distinct blocklist terms in the document", y_label="documents",
-                                  integer=True, marks=marks, label="blocklist hits", x_ticks=list(enumerate(labels)))
-            figs.append(page.figure("Blocklist terms per document", chart,
-                                    f"Documents by how many distinct terms they contain (last bar: {len(d['hits']) - 1} or more); "
-                                    f"scaled from {num(d['sampled'])} sampled rows of <code>dual_use/</code>."))
-        if d["scores"]:
-            s = d["scores"]
-            series = [Series(name, REMOVED if name == "flagged" else KEPT, v) for name, v in s["groups"].items() if v]
-            marks = [Mark(s["threshold"], f"flag above {s['threshold']:g}")] if s["threshold"] is not None else []
-            figs.append(page.figure("Classifier score of escalated documents", svg.histogram(
-                s["edges"], series, x_label="classifier_score", y_label="documents", stacked=True, marks=marks, label="dual-use scores"),
-                f"{num(s['n'])} escalated documents scored; flagged when the score is above the threshold"
-                + (" (or the model failed on them: fail_closed)" if d["fail_closed"] else "") + "."))
-        if d["top_terms"]:
-            terms = [t for t, _ in d["top_terms"]]
-            chart = svg.bars(terms, [Series("escalated documents", "#8c6bb1", [n for _, n in d["top_terms"]])],
-                             value_label="escalated documents containing the term", label="top blocklist terms")
-            figs.append(page.figure("Terms behind escalations", chart, "The blocklist terms found most often in escalated documents."))
-        rows = [[f"{swatch(colors[s])}{escape(s)}"] + [num(f["counts"][s][k]) for k in ("scanned", "escalated", "flagged", "backfilled",
-                                                                                         "errors", "removed")] for s in f["sources"]]
-        table = page.table(["source", "scanned", "escalated", "flagged", "cleared (backfilled)", "model errors", "removed"], rows,
-                           {1, 2, 3, 4, 5, 6}, raw=True)
-        costs = d["costs"] or {}
-        cost = ""
-        if costs:
-            cost = (f"Blocklist scan {costs.get('scan_seconds', 0):.1f} task-seconds; classifier {costs.get('classifier_seconds', 0):.1f} "
-                    f"task-seconds on {num(costs.get('classifier_documents'))} documents ({escape(str(costs.get('device')))}).")
-        body.append(f"<h3>Step <code>{escape(d['stage'])}</code></h3>" + '<div class="grid">' + "".join(figs) + "</div>" + table
-                    + (f'<p class="muted">{cost}</p>' if cost else ""))
-    return page.section("dual-use", "Dual-use screening", "What the blocklist escalated and the classifier flagged.", "".join(body))
-
-
-# ---- mixture and packing --------------------------------------------------------------------------
-
-def mixture(plan: dict | None, packing: dict | None, colors: dict) -> str:
-    if plan is None and packing is None:
-        return page.section("mixture", "Mixture and packing", "", page.note("The run has no mixture plan or packed output yet."))
-    figs, tables = [], []
-    if plan is not None:
-        src = [s for s in colors if s in plan["sources"]]
-        p = plan["sources"]
-        series = [Series("available (estimated)", ESTIMATE, [p[s].get("available_tokens") for s in src]),
-                  Series("planned", "#4e79a7", [p[s].get("chosen_tokens") for s in src])]
-        if any("tokens" in p[s] for s in src):
-            series.append(Series("written", "#102a43", [p[s].get("tokens") for s in src]))
-        figs.append(page.figure("Mixture: plan against tokens written", svg.bars(src, series, value_label="tokens", horizontal=False,
-                                                                                 label="mixture plan vs written"),
-                                f"Per source: tokens available after the filters (estimated by the mix step from characters), "
-                                f"the plan's tokens (mode <code>{escape(str(plan['mode']))}</code>) and the tokens written to "
-                                "<code>tokens/</code> (EOS and repeated documents included)."))
-        ep = Series("epochs", "#4e79a7", [p[s].get("epochs") for s in src])
-        figs.append(page.figure("Epochs per source", svg.bars(src, [ep], value_label="epochs (planned)", horizontal=False,
-                                                              marks=[Mark(1.0, "1 epoch")], fmt=lambda v: f"{v:.3g}", label="epochs"),
-                                "How many times each source's available tokens are used: below 1 down-samples "
-                                "(mix:downsampled in the ledger), above 1 repeats documents whole."))
-        total_written = sum(p[s].get("tokens") or 0 for s in src)
-        rows = [[f"{swatch(colors[s])}{escape(s)}", num(p[s].get("weight")), compact(p[s].get("available_tokens")),
-                 compact(p[s].get("chosen_tokens")), compact(p[s].get("tokens")) if "tokens" in p[s] else "-",
-                 pct(p[s].get("tokens") or 0, total_written) if total_written else "-", f"{p[s].get('epochs', 0):.3f}",
-                 num(p[s].get("documents"))] for s in src]
-        tables.append(page.table(["source", "weight", "available ≈", "planned", "written", "share written", "epochs", "documents"],
-                                 rows, {1, 2, 3, 4, 5, 6, 7}, raw=True))
-    if packing is not None:
-        fill = packing["fill"]
-        if fill:
-            edges = [i / 20 for i in range(21)]
-            src = [s for s in colors if s in fill]
-            series = []
-            for s in src:
-                lengths = fill[s]["lengths"]
-                counts = [0] * 20
-                for v in (lengths / packing["seq_len"]).tolist():
-                    counts[min(19, max(0, int(v * 20 - 1e-9)))] += 1
-                series.append(Series(s, colors[s], counts))
-            sampled = sum(len(fill[s]["lengths"]) for s in src)
-            total = sum(fill[s]["total"] for s in src)
-            how = (" With method none every document is its own sequence: this is document length over seq_len, longer "
-                   "documents counted in the last bin." if packing["method"] == "none" else "")
-            cap = (f"Packed sequences by how much of seq_len = {packing['seq_len']} they fill (method "
-                   f"<code>{escape(packing['method'])}</code>), stacked by source; read from the Megatron <code>.idx</code> files"
-                   + (f" ({num(sampled)} of {num(total)} sequences, in windows spread over each file)." if sampled < total else ".")
-                   + how)
-            figs.append(page.figure("Sequence fill", svg.histogram(edges, series, x_label="tokens / seq_len", y_label="sequences",
-                                                                   stacked=True, label="sequence fill"), cap))
-        items = [("packing density", f"{100 * packing.get('density', 0):.2f}%"), ("sequences", num(packing.get("sequences"))),
-                 ("seq_len", num(packing["seq_len"])), ("method", str(packing["method"]))]
-        if packing.get("split_share") is not None:
-            items.append(("documents split", f"{100 * packing['split_share']:.2f}%"))
-        tables.insert(0, page.cards(items))
-    return page.section("mixture", "Mixture and packing", "The planned mixture against what was written, and how well it packs. "
-                        "Density = tokens / (sequences x seq_len).", '<div class="grid">' + "".join(figs) + "</div>" + "".join(tables))
 
 
 # ---- performance ----------------------------------------------------------------------------------

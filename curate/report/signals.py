@@ -10,6 +10,14 @@ documents / its sampled rows, so the pooled shapes are those of the whole run.
 
 from __future__ import annotations
 
+from html import escape
+
+from curate.report import page, svg
+from curate.report.palette import KEPT, REMOVED
+from curate.report.section import Section
+from curate.report.sections import num, threshold_marks
+from curate.report.svg import Series
+
 import re
 from dataclasses import dataclass
 
@@ -153,3 +161,38 @@ def _sample(run: RunView, source: str, specs: list[Spec], stages: list[str], bud
     signal_steps = [s for s in run.stages_of("signals") if s in run.stage_order]
     population = run.rows(signal_steps[0]).get(source, {}).get("kept") if signal_steps else None
     return name, rows, population or sample.rows
+
+
+# ---- signals --------------------------------------------------------------------------------------
+
+def section(data: dict) -> str:
+    notes = "".join(page.note(n) for n in data.get("notes", []))
+    if not data["charts"]:
+        return page.section("signals", "Quality signals", "", notes or page.note("No signal could be read."))
+    figs = []
+    for c in data["charts"]:
+        series = [Series(f"kept (n={num(c['n']['kept'])})", KEPT, c["groups"]["kept"] or [0] * (len(c["edges"]) - 1))]
+        if c["groups"]["removed"]:
+            series.append(Series(f"removed (n={num(c['n']['removed'])})", REMOVED, c["groups"]["removed"]))
+        chart = svg.histogram(c["edges"], series, x_label=c["title"], y_label="share of the group", log_x=c["log"],
+                              integer=c["integer"], marks=threshold_marks(c["thresholds"], c["integer"]),
+                              y_format=lambda v: f"{100 * v:.0f}%", label=c["title"])
+        caption = (f"<code>{escape(c['expr'])}</code> over {escape(', '.join(c['sources']))}; each group sums to 100%.")
+        if c["thresholds"]:
+            rules = [f"<code>{escape(t['rule'])}</code>" + (f" ({escape(t['scope'])})" if t["scope"] != "all" else "")
+                     for t in c["thresholds"]]
+            caption += " Dashed: " + "; ".join(rules) + "."
+        if c["clipped"]:
+            caption += " The axis covers the bulk of the values; those beyond are counted in the edge bins."
+        figs.append(page.figure(c["title"], chart, caption))
+    sampled = data.get("sampled") or {}
+    total = sum(r for r, _ in sampled.values())
+    population = sum(p for _, p in sampled.values())
+    lead = ("Documents a quality step removed (red: " + escape(", ".join(data.get("stages") or []) or "none")
+            + ") against the others (green: kept by those steps; documents the mixture later down-sampled count as kept), "
+            f"from {num(total)} sampled rows of {num(population)} documents with signals; sources are weighted by their size. "
+            "Dashed lines are the recipe's thresholds where its SQL states one (<code>column OP number</code>, <code>BETWEEN</code>).")
+    return page.section("signals", "Quality signals", lead, notes + '<div class="grid">' + "".join(figs) + "</div>")
+
+
+SECTION = Section("signals", "Quality signals", distributions, lambda run, data, colors: section(data))

@@ -8,7 +8,7 @@ RUN/quarantine/<step>/<source>/<shard>.parquet  documents a step set aside, whol
 RUN/<step>/<source>/<shard>.parquet       a step's own table keyed by id (signals, classify scores, dual_use decisions),
                                           listed in its record (`keyed_tables`, rundir/views.py)
 RUN/ledger/<stage>/<source>/<shard>.parquet
-RUN/edits/<step>/<source>/<shard>.parquet  spans a text-editing step (pii) replaced; later steps apply them (pii/edits.py)
+RUN/edits/<step>/<source>/<shard>.parquet  spans a text-editing step (pii) replaced; later steps apply them (rundir/edits.py)
 RUN/<stage>/clusters/<source>/...         a dedup step's clusters (id, source, cluster, kept)
 RUN/_work/<stage>/...                     a stage's intermediate files (band keys, graph rounds, scans, scores)
 RUN/<tokenize step>/<source>/<shard>.parquet  token ids per document (id, tokens, copies, source)
@@ -63,7 +63,7 @@ class RunDir:
         return self.path("ledger", stage, source, f"{shard}.parquet")
 
     def edits(self, step: str, source: str, shard: str) -> str:
-        """The spans a text-editing step replaced in one docs shard (see curate/pii/edits.py)."""
+        """The spans a text-editing step replaced in one docs shard (see curate/rundir/edits.py)."""
         return self.path("edits", step, source, f"{shard}.parquet")
 
     def edits_glob(self) -> str:

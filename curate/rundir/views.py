@@ -3,8 +3,9 @@
 Views: the run's tables (`docs`, `kept`, `quarantine`: one row per document, with `source`; `quarantine` also
 with the `step` that set the document aside), every id-keyed
 table a step listed in its record (`RUN/_state/<step>/record.json`), under the step's name and in a view per
-kind of table over all steps of that kind (`signals`, `scores`, `dual_use`, `edits` of the pii steps), then `ledger`, `clusters` and
-`tokens`, as they appear. No table name is written here: a new stage that lists its table is seen as it is.
+kind of table over all steps of that kind (`signals`, `scores`, `dual_use`, `contamination`, `edits` of the editing
+steps), where each row also names its `step` (two pii steps' spans of one document are into different texts), then
+`ledger`, `clusters` and `tokens`, as they appear. No table name is written here: a new stage that lists its table is seen as it is.
 A source's own `source` column, if it has one (Zyda does), is shown as `source_column`. In `clusters`,
 `kept_by_dedup` says whether the dedup step kept the document (a later step may still remove it) and `in_kept`
 whether it is in kept/ at the end (NULL before the run wrote kept/). `tokens` has one row per tokenized
@@ -43,14 +44,15 @@ def connect(root: str) -> duckdb.DuckDBPyConnection:
         parts = _by_step(con, run, view) if view in BY_STEP else _scans(con, run, view, view in SOURCED)
         if parts:
             con.execute(f"CREATE VIEW {view} AS " + " UNION ALL BY NAME ".join(parts))
+    kinds: dict[str, list[str]] = {}
     steps: dict[str, list[str]] = {}
     for table in keyed_tables(run):
         if parts := _scans(con, run, table["path"], True):
-            steps.setdefault(table["view"], []).extend(parts)
-            steps.setdefault(table["name"], []).extend(parts)   # a step named after its kind's view is that view
-    for view, parts in steps.items():
-        if view not in _views(con):
-            con.execute(f"CREATE VIEW {_ident(view)} AS " + " UNION ALL BY NAME ".join(dict.fromkeys(parts)))
+            steps.setdefault(table["name"], []).extend(parts)
+            kinds.setdefault(table["view"], []).extend(f"SELECT *, {quote(table['name'])} AS step FROM ({scan})" for scan in parts)
+    for view, parts in [*kinds.items(), *steps.items()]:   # each row of a kind's view names its step; a step named
+        if view not in _views(con):                          # after its kind's view is that view
+            con.execute(f"CREATE VIEW {_ident(view)} AS " + " UNION ALL BY NAME ".join(parts))
     if fs.glob(run.ledger_glob()):
         con.execute(f"CREATE VIEW ledger AS SELECT * FROM {read_parquet(con, run.ledger_glob())}")
     if fs.glob(run.clusters_glob()):

@@ -14,7 +14,7 @@ from curate.runner.ray_executor import Placement
 from curate.runner.task import Work
 from curate.runner.kernels import cached, warm
 from curate.runner.progress import Progress, duration, unit_of
-from curate.stages.phase import Phase
+from curate.stages.phase import Phase, PhaseResults
 
 log = logging.getLogger("curate")
 
@@ -36,8 +36,8 @@ class PhaseRunner:
         before this stage."""
         return lambda phase: self.run(stage, phase, upstream)
 
-    def run(self, stage: str, phase: Phase, upstream: dict[str, str] | None = None) -> list[dict]:
-        """Run the phase's tasks that have no marker; return every task's counts in plan order."""
+    def run(self, stage: str, phase: Phase, upstream: dict[str, str] | None = None) -> PhaseResults:
+        """Run the phase's tasks that have no marker; return every task's counts in plan order (and how many ran now)."""
         if phase.key is not None:
             self._check_keys(stage, phase, upstream or {})
         markers = [self.rundir.marker(stage, phase.name, t.key) for t in phase.tasks]
@@ -61,7 +61,8 @@ class PhaseRunner:
                 results[task.key] = result
         self.progress.finish()
         self.wall[stage] = self.wall.get(stage, 0.0) + time.monotonic() - started
-        out = [results[t.key] if t.key in results else self.rundir.read_json(markers[i]) for i, t in enumerate(phase.tasks)]
+        out = PhaseResults(results[t.key] if t.key in results else self.rundir.read_json(markers[i]) for i, t in enumerate(phase.tasks))
+        out.ran = len(todo)
         self.compute[stage] = self.compute.get(stage, 0.0) + sum(r.get("seconds", 0.0) for r in out)
         return out
 

@@ -31,7 +31,7 @@ from curate.runner.runlog import mark_started
 from curate.runner.resume import compare, settle, upstream_of
 from curate.runner.migrate import migrate
 from curate.runner.stale import remove_stale
-from curate.runner.summary import dedup_flags, render
+from curate.runner.summary import render, stage_flags
 from curate.stages import STAGES
 from curate.stages.kept import KeptStage
 from curate.stages.reads import clear_cache
@@ -151,8 +151,9 @@ def _run_locked(pipeline, run, stages, first, until, inline, address, workers, p
             settle_later(pipeline, run, done, until)
     finally:
         runner.close()
-    rows = dedup_flags(run, aggregate([(s.name, run.markers(s.name)) for s in stages], pipeline.priority, runner.wall, runner.compute,
-                                      runner.compile))
+    rows = stage_flags(run, [(s.name, type(s)) for s in stages],
+                       aggregate([(s.name, run.markers(s.name)) for s in stages], pipeline.priority, runner.wall, runner.compute,
+                                 runner.compile))
     run.write_json(run.summary_file, rows)
     if until is None and not rows:
         raise CurateError("the run produced no accounting rows")

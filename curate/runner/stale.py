@@ -33,6 +33,8 @@ def remove_stale(run: RunDir, pipeline, registry) -> None:
                 fs.remove(path)
                 if kind == "_state" and name not in RESERVED and fs.exists(run.path(name)):
                     fs.remove(run.path(name))   # the step's own tables, RUN/<step>/
+        if kind == "edits" and fs.exists(run.path(kind)) and not fs.glob(run.path(kind, "*")):
+            fs.remove(run.path(kind))   # no editing step left: no empty edits/ for a reader to wonder about
     for legacy in LEGACY_TABLES:   # fixed folders of earlier versions; tables now live under their step's name
         if legacy not in steps and fs.exists(run.path(legacy)):
             log.info("removing %s/: step tables now live in RUN/<step>/ (this run was made by an earlier version)", legacy)

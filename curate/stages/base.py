@@ -7,6 +7,7 @@ from abc import ABC, abstractmethod
 from curate.config.pipeline import Pipeline
 from curate.config.schema import Field
 from curate.rundir import RunDir
+from curate.stages.facets import Facets
 from curate.stages.phase import PhaseRunner, Task
 from curate.stages.reads import options_for
 
@@ -21,6 +22,7 @@ class Stage(ABC):
     - REMOVES: it writes ledger rows for documents; later steps no longer see them.
     - EDITS: it records spans of text it replaces (`RUN/edits/<step>/`); later steps see the edited text.
     - FINAL: it describes the finished run (after the kept documents are written), so it comes last.
+    - FACETS: what it shows and needs beyond its files (summary lines, report sections, manifest facts, kernels).
     - GLOBAL, VERSION, TABLES, PIPELINE_READS, SOURCE_OPTIONS: what its fingerprint and resume need (see
       `fingerprint_parts`).
 
@@ -36,7 +38,8 @@ class Stage(ABC):
     REMOVES = False
     EDITS = False
     FINAL = False
-    KERNELS: tuple[str, ...] = ()   # numba kernels its accounting tasks call (runner/kernels.py)
+    FACETS: type[Facets] = Facets   # what it shows beyond its files: summary lines and flags, report sections,
+                                    # manifest facts, kernels to compile (stages/facets.py)
     GLOBAL = False                         # each source's results depend on every source (dedup, mix, manifest)
     VERSION = 1                            # bump when the stage's code changes what it writes: runs recompute it
     TABLES: tuple[str, ...] = ()           # per-source folders it writes: RUN/<table>/<source>/ ("tokens/docs";
@@ -60,10 +63,6 @@ class Stage(ABC):
     def preflight(self) -> None:
         """Checks that need more than the options (a model file loads, a tokenizer exists), run before any
         task of the run starts; raise CurateError."""
-
-    def kernels(self) -> tuple[str, ...]:
-        """The numba kernels this stage's accounting tasks call, compiled before them (and timed apart)."""
-        return self.KERNELS
 
     def check(self, tasks: list[Task]) -> None:
         """Checks that need the results of the steps before it (a predicate's columns), run before any of this

@@ -27,6 +27,7 @@ from curate.io import fs
 from curate.io.parquet import ParquetSink, read_table
 from curate.rundir import ClassifyRecord
 from curate.rundir.tables import SourceSink
+from curate.stages.facets import Facets
 from curate.stages.phase import Phase
 from curate.stages.registry import stage
 from curate.stages.resources import assigned_gpus
@@ -38,10 +39,34 @@ STEP_OPTIONS = {"model": Field((str,)), "decides": Field((str,), default=None, n
                                                           doc="SQL over this model's columns: TRUE = decided here")}
 
 
+class ClassifyFacets(Facets):
+    REPORT = ("curate.report.signals:SECTION", "curate.report.classify:SECTION")
+
+    @classmethod
+    def lines(cls, run, step, rows, order):
+        """Each model's cost, and a stand-in said plainly."""
+        record = run.find_record(step, ClassifyRecord)
+        lines = []
+        for name, m in (record.models if record is not None else {}).items():
+            unit = m["device"].upper()
+            lines.append(f"{step}/{name} ({m['kind']}): {m['documents']:,} docs, {m['seconds_per_1000']:.3f}s/1,000 "
+                         f"on {unit}, ~{m['hours_per_billion']:,.0f} {unit}-h per billion docs")
+            if m["standin"]:
+                lines.append(f"NOTE: model {name} is the sample's stand-in, not {m['replaces']}")
+        return lines
+
+    @classmethod
+    def manifest(cls, run, step):
+        """Every model it ran (`<step>.<model>`)."""
+        record = run.find_record(step, ClassifyRecord)
+        return {} if record is None else {"models": {f"{step}.{name}": {"stage": step, **m} for name, m in record.models.items()}}
+
+
 @stage("classify")
 class ClassifyStage(ShardStage):
     PRODUCES = ("scores",)
     VIEW = "scores"
+    FACETS = ClassifyFacets
     VERSION = 2   # 2: its table moved to RUN/<step>/
     REMOVES = True
     SOURCE_OPTIONS = ("keep",)
@@ -119,7 +144,11 @@ class ClassifyStage(ShardStage):
             results = run_phase(Phase(f"model-{name}", tasks, partial(self.score_shard, name, before), partial(self.load, name),
                                       choice.resources, key=key, outputs=(self.model_dir(name),)))
             costs[name] = choice.cost(results)
-            log.info("%s: %s", self.name, choice.describe(costs[name]))
+            if getattr(results, "ran", len(results)):
+                log.info("%s: %s", self.name, choice.describe(costs[name]))
+            else:   # a resume: nothing was scored now, the scores of an earlier run hold
+                log.info("%s: model %s: the scores of %s documents from an earlier run still hold; nothing scored now",
+                         self.name, name, f"{costs[name]['documents']:,}")
         self.run.publish(self.name, ClassifyRecord({n: {**models[n].describe_json(), **costs[n]} for n in order}))
         super().execute(tasks, run_phase)
 

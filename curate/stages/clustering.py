@@ -19,9 +19,10 @@ from curate.dedup.shingles import Shingling
 from curate.errors import CurateError
 from curate.io import fs
 from curate.io.parquet import ParquetSink, read_table
-from curate.pii.edits import apply_edits, read_spans
+from curate.rundir.edits import apply_edits, read_spans
 from curate.dedup.layout import shard_numbers, shard_tag
-from curate.rundir import IngestRecord, RunDir
+from curate.rundir import DedupRecord, IngestRecord, RunDir
+from curate.stages.facets import Facets
 from curate.stages.phase import Phase, PhaseRunner, Task
 from curate.stages.shard import Output, ShardRef, ShardStage, removals
 
@@ -156,6 +157,29 @@ def shard_outcome(graph_root: str, tag: str, source: str, reason: str,
             pa.array(details, pa.string())))
 
 
+class ClusterFacets(Facets):
+    """Dedup's sections (clusters, who gave way to whom), and a dedup step's share removed and alarms (its record)."""
+
+    REPORT = ("curate.report.dedup:SECTION", "curate.report.examples:CLUSTERS_SECTION")
+
+    @classmethod
+    def lines(cls, run, step, rows, order):
+        """Per source: the share removed and the largest clusters; then each alarm."""
+        record = run.find_record(step, DedupRecord)
+        if record is None:
+            return []
+        shares = ", ".join(f"{s} {v['share']:.1%}" + (f" (largest clusters {', '.join(map(str, v['largest_clusters']))})"
+                                                      if v["largest_clusters"] else "") for s, v in record.sources.items())
+        return [f"{step}: removed {shares}"] + [f"WARNING: {line}" for line in record.alarms]
+
+    @classmethod
+    def flags(cls, run, step, sources):
+        """`dedup` in summary.json: each source's share removed, largest clusters and alarm."""
+        record = run.find_record(step, DedupRecord)
+        return {s: {"dedup": {"removed_share": v["share"], "largest_clusters": v["largest_clusters"], "alarm": v["alarm"]}}
+                for s, v in (record.sources if record is not None else {}).items()}
+
+
 class ClusterStage(ShardStage):
     """What dedup and exact_dedup share after their band keys: the graph's work directory, the shard tags,
     and the accounting phase that ledgers `<REASON>:<kept source>` and writes `RUN/<stage>/clusters/`."""
@@ -164,6 +188,7 @@ class ClusterStage(ShardStage):
     CONCURRENT = True
     COLUMNS = ["id"]
     ROW_NUMBERS = True
+    FACETS = ClusterFacets
     REASON = ""
     GLOBAL = True                   # a cluster spans sources; who is kept follows the priority
     PIPELINE_READS = ("priority",)

@@ -28,6 +28,7 @@ from curate.io import fs
 from curate.io.parquet import ParquetSink, read_table, write_table
 from curate.run_folders import RESERVED
 from curate.rundir.tables import SourceSink
+from curate.stages.facets import WARM_TEXT, Facets, Kernel
 from curate.stages.phase import Phase
 from curate.stages.reads import file_identity
 from curate.stages.registry import stage
@@ -39,9 +40,30 @@ TABLE = pa.schema([("id", pa.string()), ("set", pa.string()), ("item", pa.string
                    ("passage", pa.string()), ("eval_text", pa.string()), ("hashes", pa.list_(pa.uint64()))])
 
 
+def warm_scan() -> None:
+    from curate.decontam.evalsets import EvalItem
+
+    EvalIndex([EvalItem("warm", "0", ("second line with punctuation numbers",))], ["warm"], 3, 2).scan(pa.array(["a", "b"]),
+                                                                                                     pa.array([WARM_TEXT, "x"]))
+
+
+SCAN = Kernel("the decontamination word-hash and lookup kernels", "curate.stages.decontaminate:warm_scan",
+              ("curate.decontam.lookup:find_grams", "curate.decontam.ngrams:prefix_sums", "curate.decontam.normalize:_scan"))
+
+
+class DecontaminateFacets(Facets):
+    REPORT = ("curate.report.decontam:SECTION",)
+
+    @classmethod
+    def lines(cls, run, step, rows, order):
+        record = run.find_record(step, DecontaminateRecord)
+        return [] if record is None else record.lines(step, run.markers(step))
+
+
 @stage("decontaminate")
 class DecontaminateStage(ShardStage):
     PRODUCES = ("contamination",)
+    FACETS = DecontaminateFacets
     REMOVES = True
     COLUMNS = ["id", "text"]
     OPTIONS = {
@@ -88,7 +110,7 @@ class DecontaminateStage(ShardStage):
 
     def execute(self, tasks, run_phase) -> None:
         index = self.index()
-        scan = run_phase(Phase("scan", tasks, partial(self.scan, index), key=index.fingerprint, kernels=("decontaminate",),
+        scan = run_phase(Phase("scan", tasks, partial(self.scan, index), key=index.fingerprint, kernels=(SCAN,),
                                outputs=(self.run.work(self.name, "scan"), self.run.work(self.name, "counts"))))
         self.frequent = self.frequent_grams(tasks)
         sets = {name: {**info, "path": self.options["sets"][name]["path"]} for name, info in index.summary().items()}

@@ -26,6 +26,7 @@ from curate.io import fs
 from curate.recipes import Rule, load_recipe, reason_sql
 from curate.sql import connect, quote
 from curate.sql_guard import check_expression
+from curate.stages.facets import Facets
 from curate.stages.registry import STAGES, stage
 from curate.stages.shard import Output, ShardRef, ShardStage, removals
 from curate.io.parquet import read_table
@@ -60,8 +61,13 @@ def detail_sql(rules: list[Rule], columns: list[str]) -> tuple[str, str]:
     return "".join(f", {c}" for c in carried.values()), (f"CASE reason {' '.join(whens)} END" if whens else "NULL")
 
 
+class FilterFacets(Facets):
+    REPORT = ("curate.report.signals:SECTION",)   # its thresholds, drawn over the signals
+
+
 @stage("filter")
 class FilterStage(ShardStage):
+    FACETS = FilterFacets
     USES = ("tables",)   # every id-keyed table of the earlier steps (config/chain.py)
     REMOVES = True
     SOURCE_OPTIONS = ("recipes", "where")

@@ -1,19 +1,19 @@
 """The manifest stage: `RUN/manifest.json`, what a trainer needs to trust the outputs.
 
-Runs last (after the kept documents are written): it gathers the records of the tokenize, pack, mix,
-classify and dual_use steps, the accounting and the list of output files (the token files, kept/, ledger/,
-edits/ and pipeline.yaml) from the run directory, and hands them to `curate.manifest.body`, which builds,
-writes and verifies the manifest.
+Runs last (after the kept documents are written): it gathers the records of the steps that provide the
+tokens, the packed outputs and the mixture (its needs), what every step's facets add (the models they ran,
+`Facets.manifest`), the accounting and the list of output files (the token files, kept/, ledger/, edits/ and pipeline.yaml), and hands them to
+`curate.manifest.body`, which builds, writes and verifies the manifest. It names no other stage kind.
 """
 
 from __future__ import annotations
 
 from curate.io import fs
 from curate.manifest.body import manifest_body, write_and_verify
-from curate.rundir import ClassifyRecord, DualUseRecord, MixRecord, PackRecord, TokenizerRecord, aggregate
+from curate.rundir import MixRecord, PackRecord, TokenizerRecord, aggregate
 from curate.stages.base import Stage
 from curate.stages.phase import Phase, Task
-from curate.stages.registry import stage
+from curate.stages.registry import STAGES, stage
 
 
 @stage("manifest")
@@ -35,16 +35,11 @@ class ManifestStage(Stage):
         run_phase(Phase("write", tasks, self.write))
 
     def models(self) -> dict:
-        """Every model the run's classify and dual_use steps ran, from their records (`<step>.<model>`)."""
+        """Every model the run's steps ran, as their facets list them (`<step>.<model>`, or the step's name)."""
         out = {}
-        for step in (s.name for s in self.pipeline.stages):
-            if (record := self.run.find_record(step, ClassifyRecord)) is not None:
-                out.update({f"{step}.{name}": {"stage": step, **m} for name, m in record.models.items()})
-            if (record := self.run.find_record(step, DualUseRecord)) is not None and record.costs["model"]:
-                docs, seconds = record.costs["classifier_documents"], record.costs["classifier_seconds"]
-                per_doc = seconds / docs if docs else 0.0
-                out[step] = {"stage": step, **record.costs["model"], "documents": docs, "seconds": seconds, "device": record.costs["device"],
-                             "seconds_per_1000": round(per_doc * 1000, 4), "hours_per_billion": round(per_doc * 1e9 / 3600, 1)}
+        for step in self.pipeline.stages:
+            if step.name != self.name:
+                out.update(STAGES[step.kind].FACETS.manifest(self.run, step.name).get("models", {}))
         return out
 
     def write(self, _payload) -> dict:

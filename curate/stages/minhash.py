@@ -25,6 +25,7 @@ from curate.dedup.signatures import MinHasher
 from curate.dedup.spec import MinHashSpec
 from curate.errors import ConfigError
 from curate.rundir import IngestRecord, MinhashRecord
+from curate.stages.facets import WARM_TEXT, Facets, Kernel
 from curate.stages.registry import stage
 from curate.stages.resources import task_cores
 from curate.stages.shard import Output, ShardRef, ShardStage
@@ -41,6 +42,19 @@ def rank_key(values: pa.Array) -> np.ndarray:
     return (np.uint32(0xFFFFFFFF) - ascending).astype(np.uint64)
 
 
+def warm_signatures() -> None:
+    from curate.dedup.signatures import compute_signatures
+
+    compute_signatures(pa.array([WARM_TEXT, "x"]), "zyda2")  # one compiled function serves every preset
+
+
+SIGNATURES = Kernel("the MinHash signature kernel", "curate.stages.minhash:warm_signatures", ("curate.dedup.kernel:signatures_range",))
+
+
+class MinhashFacets(Facets):
+    KERNELS = (SIGNATURES,)
+
+
 @stage("minhash")
 class MinhashStage(ShardStage):
     PRODUCES = ("minhash",)
@@ -48,7 +62,7 @@ class MinhashStage(ShardStage):
     PIPELINE_READS = ("priority",)
     ROW_NUMBERS = True
     CONCURRENT = True
-    KERNELS = ("minhash",)
+    FACETS = MinhashFacets
     HOW_ONLY = ("threads",)
     OPTIONS = {
         "preset": Field((str,), default="zyda2", choices=sorted(PRESETS)),

@@ -23,6 +23,7 @@ from curate.errors import ConfigError, CurateError
 from curate.rundir import MixRecord
 from curate.stages.phase import Phase
 from curate.stages.reads import tokenizer_identity
+from curate.stages.facets import Facets
 from curate.stages.registry import stage
 from curate.stages.shard import Output, ShardRef, ShardStage, removals
 from curate.tokens import rehydrate
@@ -55,10 +56,15 @@ def cached_tokenizer(spec: str, identity: str = ""):
     return load_tokenizer(spec, num_threads=1)
 
 
+class MixFacets(Facets):
+    REPORT = ("curate.report.mixture:SECTION",)   # the plan against the tokens written, and how well they pack
+
+
 @stage("mix")
 class MixStage(ShardStage):
     USES = ("clusters",)
     PRODUCES = ("mix",)
+    FACETS = MixFacets
     REMOVES = True
     COLUMNS = ["id"]
     OPTIONS = {

@@ -23,6 +23,7 @@ from curate.rundir import PackRecord, TokenizerRecord
 from curate.rundir.layout import ACCOUNTING
 from curate.stages.base import Stage
 from curate.stages.phase import Phase, Task
+from curate.stages.facets import Facets
 from curate.stages.registry import stage
 from curate.stages.shard import ShardRef, shard_tasks
 from curate.tokens.formats import get as token_format
@@ -31,10 +32,15 @@ from curate.tokens.shard import METHODS, expand_copies, from_arrow, pack_shard
 from curate.io.parquet import read_table
 
 
+class PackFacets(Facets):
+    REPORT = ("curate.report.mixture:SECTION",)   # the plan against the tokens written, and how well they pack
+
+
 @stage("pack")
 class PackStage(Stage):
     NEEDS = ("docs", "tokens")
     PRODUCES = ("packed",)
+    FACETS = PackFacets
     OPTIONS = {
         "seq_len": Field((int,), default=2049, min=2, doc="tokens per training sequence (2049 = 2048 + 1 shifted label)"),
         "method": Field((str,), default="best_fit", choices=list(METHODS)),

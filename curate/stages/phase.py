@@ -57,6 +57,12 @@ class Phase(Generic[P]):
         return self.name.replace("-", " ")
 
 
-PhaseRunner = Callable[[Phase], list]
-"""What a stage is handed to execute its phases: `run_phase(phase)` returns every task's counts, in plan
-order, resumed tasks included."""
+class PhaseResults(list):
+    """Every task's counts, in plan order, resumed tasks included; `ran`: how many of the tasks ran now (the others'
+    counts are those their markers kept from an earlier run), so a stage says "scored N" only of what it scored."""
+
+    ran: int = 0
+
+
+PhaseRunner = Callable[[Phase], PhaseResults]
+"""What a stage is handed to execute its phases: `run_phase(phase)` returns its `PhaseResults`."""

@@ -3,35 +3,33 @@ placeholders, every replacement recorded span by span. The first stage that edit
 
 It writes `RUN/edits/<step>/<source>/<shard>.parquet` (source, id, kind, start, end in code points, placeholder,
 original_sha256; the original itself only with `keep_original: true`) and nothing else: `RUN/docs/` stays as
-ingested, and every later step reads the edited text through `ShardStage.live_batches` (curate/pii/edits.py).
-It removes no document (in = kept for every shard). What counts as an address, and the exceptions, are in
-curate/pii/patterns.py; `curate query RUN "SELECT * FROM edits"` shows the edits of every pii step.
+ingested, and every later step reads the edited text through `ShardStage.live_batches` (curate/rundir/edits.py).
+It removes no document (in = kept for every shard): it is one user of the text-editing template
+(curate/stages/edit.py), which records, counts and shows its edits. What counts as an address, and the exceptions,
+are in curate/pii/patterns.py; `curate query RUN "SELECT * FROM edits"` shows the edits of every editing step.
 """
 
 from __future__ import annotations
 
 import re
-from collections import Counter
 
 import pyarrow as pa
 
 from curate.config.schema import Field
 from curate.errors import ConfigError
-from curate.io.parquet import ParquetSink
-from curate.pii.edits import EDITS, WITH_ORIGINAL
 from curate.pii.find import find_spans
 from curate.pii.patterns import KINDS, build_kinds
-from curate.pii.summary import EDITED, SPANS
-from curate.rundir import EditsRecord
-from curate.rundir.tables import SourceSink
+from curate.stages.edit import EditFacets, EditStage
 from curate.stages.registry import stage
-from curate.stages.shard import Output, ShardRef, ShardStage
+
+
+class PiiFacets(EditFacets):
+    REPORT = ("curate.report.pii:SECTION",)
 
 
 @stage("pii")
-class PiiStage(ShardStage):
-    EDITS = True
-    COLUMNS = ["id", "text"]
+class PiiStage(EditStage):
+    FACETS = PiiFacets
     OPTIONS = {
         "kinds": Field((list,), default=lambda: ["email", "ipv4", "ipv6"], item=Field((str,), choices=list(KINDS)),
                        doc="what to replace: email, ipv4, ipv6, phone (off by default: many false positives)"),
@@ -67,39 +65,12 @@ class PiiStage(ShardStage):
             if isinstance(value, list) and (not value or not all(isinstance(v, str) for v in value)):
                 raise ConfigError(file, f"{key}.placeholders.{kind}", "expected a string or a non-empty list of strings")
 
-    def execute(self, tasks, run_phase) -> None:
-        self.run.publish(self.name, EditsRecord(sorted([*self.options["kinds"], *self.options["patterns"]]),
-                                                self.run.relative(self.run.path("edits", self.name))))
-        super().execute(tasks, run_phase)
+    def edit_kinds(self) -> list[str]:
+        return sorted([*self.options["kinds"], *self.options["patterns"]])
 
     def setup(self) -> None:
         o = self.options
         self.kinds = build_kinds(o["kinds"], o["patterns"], o["placeholders"], o["public_ips_only"], o["keep_domains"])
-        self.schema = self.schema_of(o)
 
-    def sink(self, shard: ShardRef) -> ParquetSink:
-        return SourceSink(self.run.edits(self.name, shard.source, shard.shard), shard.source, self.schema)
-
-    def process(self, batch: pa.Table, shard: ShardRef) -> Output:
-        spans = find_spans(batch.column("text"), self.kinds)
-        ids = batch.column("id").combine_chunks().take(spans.column("row"))
-        rows = pa.Table.from_arrays([ids, *(spans.column(c) for c in self.schema.names[1:])], schema=self.schema)
-        counts = Counter({EDITED: len(set(spans.column("row").to_pylist()))})
-        counts.update(f"{SPANS}{k}" for k in spans.column("kind").to_pylist())
-        return Output(rows=rows, counts=dict(counts))
-
-    def keyed_tables(self) -> list[dict]:
-        """Its edits, in `curate query` as a view named after the step and in `edits` (every pii step's)."""
-        return [{"name": self.name, "view": "edits", "kind": self.KIND, "path": f"edits/{self.name}", "key": ["source", "id", "start"],
-                 "columns": self.schema_of(self.options).names[1:]}]
-
-    @staticmethod
-    def schema_of(options: dict) -> pa.Schema:
-        return WITH_ORIGINAL if options.get("keep_original") else EDITS
-
-    def owned_paths(self) -> list[str]:
-        return [*super().owned_paths(), self.run.path("edits", self.name)]
-
-    def source_outputs(self, source: str) -> list[str]:
-        return [*super().source_outputs(source), self.run.path("edits", self.name, source)]
-
+    def edit(self, batch: pa.Table) -> pa.Table:
+        return find_spans(batch.column("text"), self.kinds)

@@ -19,7 +19,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from curate.io import fs
-from curate.pii.edits import apply_edits, read_spans
+from curate.rundir.edits import apply_edits, read_spans
 from curate.rundir import IngestRecord, ledger_table, write_ledger
 from curate.rundir.layout import ACCOUNTING
 from curate.stages.base import Stage
@@ -78,7 +78,7 @@ class ShardStage(Stage):
         run_phase(self.shard_phase(tasks))
 
     def shard_phase(self, tasks: list[Task]) -> Phase:
-        return Phase(ACCOUNTING, tasks, self.run_shard, self.setup, self.resources, accounts=True, kernels=self.kernels(),
+        return Phase(ACCOUNTING, tasks, self.run_shard, self.setup, self.resources, accounts=True, kernels=self.FACETS.kernels(self.options),
                      concurrent=self.CONCURRENT)
 
     # ---- what a stage implements ------------------------------------------------------------------

@@ -18,6 +18,7 @@ from curate.io.parquet import ParquetSink
 from curate.rundir.tables import SourceSink
 from curate.models.langid import identify
 from curate.stages.reads import file_identity
+from curate.stages.facets import WARM_TEXT, Facets, Kernel
 from curate.stages.registry import stage
 from curate.stages.shard import Output, ShardRef, ShardStage
 
@@ -58,10 +59,45 @@ def ccnet_columns(table: pa.Table, always: bool = False) -> dict:
     return out
 
 
+def warm_signals() -> None:
+    from curate.signals import compute_signals
+
+    compute_signals(pa.array([WARM_TEXT, "x"]), pa.array(["https://example.com/a", None]))
+
+
+def warm_datatrove_words() -> None:
+    from curate.signals import datatrove_word_stats
+
+    datatrove_word_stats(pa.array([WARM_TEXT, "x"]))
+
+
+def warm_langid() -> None:
+    identify(pa.array([WARM_TEXT, None]))
+
+
+SIGNALS = Kernel("the RedPajama-V2 signal kernels", "curate.stages.signals:warm_signals",
+                 ("curate.signals.raw_kernel:build_word_set", "curate.signals.raw_kernel:raw_pass", "curate.signals.raw_kernel:scan_docs",
+                  "curate.signals.words_kernel:build_phrase_set", "curate.signals.words_kernel:words_pass"))
+DATATROVE_WORDS = Kernel("the datatrove word-split kernel", "curate.stages.signals:warm_datatrove_words",
+                         ("curate.signals.dtwords_kernel:hash_cps", "curate.signals.dtwords_kernel:stats_pass"))
+LANGID = Kernel("the language-id kernel", "curate.stages.signals:warm_langid",
+                ("curate.models.lid_kernel:predict_top", "curate.models.lid_kernel:vocabulary_rows"))
+
+
+class SignalsFacets(Facets):
+    REPORT = ("curate.report.signals:SECTION", "curate.report.languages:SECTION")
+
+    @classmethod
+    def kernels(cls, options: dict) -> tuple[Kernel, ...]:
+        """The signal kernels; the word split only with `dt_words` (as configured or derived at load), language id with `langid`."""
+        return (SIGNALS, *([DATATROVE_WORDS] if options["datatrove_words"] else []), *([LANGID] if options["langid"] else []))
+
+
 @stage("signals")
 class SignalsStage(ShardStage):
     PRODUCES = ("signals",)
     VIEW = "signals"
+    FACETS = SignalsFacets
     VERSION = 2   # 2: its table moved to RUN/<step>/
     OPTIONS = {
         "langid": Field((bool,), default=True, doc="add lang and lang_score (fastText lid.176)"),
@@ -87,9 +123,6 @@ class SignalsStage(ShardStage):
     def dt_words(self) -> bool:
         """Whether to add `dt_words`: as configured, or as derived from the filter steps' rules at load."""
         return bool(self.options["datatrove_words"])
-
-    def kernels(self) -> tuple[str, ...]:
-        return ("signals", *(["datatrove_words"] if self.dt_words() else []), *(["langid"] if self.options["langid"] else []))
 
     def reads(self, tasks, source):
         """The files it reads, by content (whether dt_words is added is an option, derived at load)."""

@@ -9,7 +9,8 @@ import pytest
 
 from curate import __version__
 from curate.cli import main, parser
-from curate.runner.kernels import WARMERS, warm
+from curate.runner.kernels import warm
+from curate.stages.dual_use import BLOCKLIST
 from curate.runner.progress import Progress, duration, unit_of
 
 from conftest import ZYDA2
@@ -65,10 +66,9 @@ def test_progress_names_the_unit_each_phase_counts():
 
 def test_kernels_compile_once_per_process():
     said = []
-    first = warm(["blocklist"], said.append)
-    again = warm(["blocklist"], said.append)
-    assert again == {} and len(said) <= 1 and set(first) <= {"blocklist"}
-    assert set(WARMERS) >= {"minhash", "signals", "datatrove_words", "blocklist"}
+    first = warm([BLOCKLIST], said.append)
+    again = warm([BLOCKLIST], said.append)
+    assert again == {} and len(said) <= 1 and set(first) <= {BLOCKLIST.description}
 
 
 def test_version_and_help_of_every_subcommand(capsys):

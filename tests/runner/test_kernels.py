@@ -7,20 +7,35 @@ import os
 import subprocess
 import sys
 
-from curate.runner.kernels import WARMERS
+import importlib
 
-COMPILED_BY_EACH = """
+from curate.stages.facets import Kernel
+from curate.stages.registry import BUILT_IN
+
+DECLARED = """
+import importlib
+from curate.stages.facets import Kernel
+from curate.stages.registry import BUILT_IN
+KERNELS = {k.warm: k for name in BUILT_IN for k in vars(importlib.import_module(f"curate.stages.{name}")).values()
+           if isinstance(k, Kernel)}
+"""
+COMPILED_BY_EACH = DECLARED + """
 import gc, json
 from numba.core.registry import CPUDispatcher
-from curate.runner import kernels
 out = {}
-for name, (_, warm, _) in kernels.WARMERS.items():
+for name, kernel in KERNELS.items():
     before = {id(d): len(d.overloads) for d in gc.get_objects() if isinstance(d, CPUDispatcher)}
-    warm()
+    kernel()
     out[name] = sorted(f"{d.py_func.__module__}:{d.py_func.__qualname__}" for d in gc.get_objects()
                        if isinstance(d, CPUDispatcher) and len(d.overloads) > before.get(id(d), 0))
 print(json.dumps(out))
 """
+
+
+def declared() -> dict[str, Kernel]:
+    """Every kernel a built-in stage module declares (in its facets or for one of its phases), by its warm-up."""
+    return {k.warm: k for name in BUILT_IN for k in vars(importlib.import_module(f"curate.stages.{name}")).values()
+            if isinstance(k, Kernel)}
 
 
 def _python(code: str, **env) -> str:
@@ -31,16 +46,19 @@ def _python(code: str, **env) -> str:
 def test_each_warmer_lists_the_entry_points_it_compiles():
     # a process that compiles a kernel also gives its callees overloads; one that loads it from numba's cache
     # gives them to the entry points alone: warm the cache first (a no-op where other tests did), then look
-    _python("from curate.runner.kernels import WARMERS, warm; warm(WARMERS)")
+    _python(DECLARED + "from curate.runner.kernels import warm; warm(tuple(KERNELS.values()))")
     compiled = json.loads(_python(COMPILED_BY_EACH))
-    assert compiled == {name: sorted(entries) for name, (_, _, entries) in WARMERS.items()}
+    kernels = declared()
+    assert len(kernels) >= 6 and compiled == {name: sorted(k.entries) for name, k in kernels.items()}
 
 
 def test_cached_is_true_only_once_a_process_has_warmed_the_kernel(tmp_path):
-    ask = "from curate.runner.kernels import cached, warm; print(cached(['blocklist']))"
+    blocklist = "from curate.stages.dual_use import BLOCKLIST; from curate.stages.minhash import MinhashFacets; "
+    ask = blocklist + "from curate.runner.kernels import cached; print(cached([BLOCKLIST]))"
     env = {"NUMBA_CACHE_DIR": str(tmp_path)}
     # `__pycache__` beside the sources may already hold the kernel: an empty NUMBA_CACHE_DIR is a fresh machine
     assert _python(ask, **env).strip() == "False"
-    _python("from curate.runner.kernels import warm; warm(['blocklist'])", **env)
+    _python(blocklist + "from curate.runner.kernels import warm; warm([BLOCKLIST])", **env)
     assert _python(ask, **env).strip() == "True"
-    assert _python("from curate.runner.kernels import cached; print(cached(['blocklist', 'minhash']))", **env).strip() == "False"
+    both = "print(cached([BLOCKLIST, *MinhashFacets.KERNELS]))"
+    assert _python(blocklist + "from curate.runner.kernels import cached; " + both, **env).strip() == "False"

@@ -31,3 +31,13 @@ def test_a_quarantine_part_stays_with_its_step_and_goes_without_it(tmp_path):
     assert mine.exists() and not gone.parent.parent.exists() and not legacy.parent.exists()
     remove_stale(run, pipeline(tmp_path, ""), STAGES)
     assert not (tmp_path / "run" / "quarantine").exists()
+
+
+def test_switching_the_only_editing_step_off_leaves_no_edits_folder(tmp_path):
+    run = RunDir(str(tmp_path / "run"))
+    touch(run, "edits", "pii", "web", "000000.parquet")
+    touch(run, "_state", "pii", "record.json")
+    remove_stale(run, pipeline(tmp_path, "  pii: {}\n"), STAGES)
+    assert (tmp_path / "run" / "edits" / "pii" / "web").exists()
+    remove_stale(run, pipeline(tmp_path, ""), STAGES)   # pii switched off (or taken out)
+    assert not (tmp_path / "run" / "edits").exists(), "an empty edits/ was left behind"

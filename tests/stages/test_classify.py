@@ -1,6 +1,7 @@
 """The classify stage end to end on the sample corpus: scores, keep decisions, cascades, stand-ins, placement."""
 
 import json
+import re
 import subprocess
 import sys
 
@@ -96,6 +97,19 @@ def test_changing_keep_reruns_the_decision_never_the_model(tmp_path, sample_dir,
     assert ledger == strict
     assert run_cli(f, "--output", tmp_path / "run", "--inline", "-q", "--set", "stages.quality.models.q.max_chars=500") == 0
     assert sum(counted) == 2 * first, "a changed model setting scores again"
+
+
+def test_a_resume_that_scores_nothing_does_not_say_it_scored(tmp_path, sample_dir, counted, capfd):
+    f = pipeline(tmp_path, sample_dir, QUALITY.format(sample=sample_dir))
+    assert run_cli(f, "--output", tmp_path / "run", "--inline") == 0
+    first = sum(counted)
+    assert f"scored {first:,} documents" in capfd.readouterr().err
+    assert run_cli(f, "--output", tmp_path / "run", "--inline") == 0
+    assert sum(counted) == first, "the resume scores nothing"
+    out = capfd.readouterr()
+    said = [line for line in (out.out + out.err).splitlines() if "quality: " in line]
+    assert said and not any(re.search(r"scored [\d,]+ documents", line) for line in said), said
+    assert any(f"the scores of {first:,} documents from an earlier run still hold" in line for line in said), said
 
 
 CASCADE = """  quality:

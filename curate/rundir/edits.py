@@ -1,11 +1,12 @@
 """Edits: what a text-editing step changed, and how later steps see the edited text.
 
-An editing step (pii) never rewrites `RUN/docs/`; it records every span it replaces in
-`RUN/edits/<step>/<source>/<shard>.parquet` (source, id, kind, start, end, placeholder, original_sha256, and
-`original` only when asked). Offsets are code points into the text as that step saw it (after the edits of
-the editing steps before it). Every later step reads documents through `ShardStage.live_batches`, which applies
-the edits of the editing steps before it, in order, to the documents that have any: the text a later step sees
-is `apply_spans(original, spans)`, with nothing stored twice and nothing removed.
+An editing step (pii, line_filter: any `curate.stages.edit.EditStage`) never rewrites `RUN/docs/`; it records
+every span it replaces in `RUN/edits/<step>/<source>/<shard>.parquet` (source, id, kind, start, end, placeholder,
+original_sha256, and `original` only when asked). Offsets are code points into the text as that step saw it
+(after the edits of the editing steps before it). Every later step reads documents through
+`ShardStage.live_batches`, which applies the edits of the editing steps before it, in order, to the documents
+that have any: the text a later step sees is `apply_steps(original, rows, steps)`, with nothing stored twice and
+nothing removed. Part of the run directory, not of any one stage: every editing stage writes and reads them alike.
 """
 
 from __future__ import annotations
@@ -38,6 +39,20 @@ def apply_spans(text: str, spans) -> str:
         at = end
     out.append(text[at:])
     return "".join(out)
+
+
+def apply_steps(text: str, rows, steps: list[str]) -> str:
+    """`text` with the edits of several steps: `rows` are `(step, start, end, placeholder)` (the `edits` view's
+    columns of one document), `steps` the editing steps in pipeline order. Each step's offsets are into the text
+    the step before it left, so the steps are applied one after the other, never mixed."""
+    by_step: dict[str, list] = {}
+    for step, start, end, placeholder in rows:
+        if step not in steps:
+            raise ValueError(f"step {step!r} is not among the steps given ({', '.join(steps)}); give every editing step, in order")
+        by_step.setdefault(step, []).append((start, end, placeholder))
+    for step in steps:
+        text = apply_spans(text, by_step.get(step, []))
+    return text
 
 
 def spans_by_id(edits: pa.Table) -> Spans:
