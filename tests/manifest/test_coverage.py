@@ -10,7 +10,7 @@ import pytest
 from curate.cli import main
 from curate.errors import CurateError
 from curate.manifest.verify import verify
-from curate.pii.edits import apply_edits, read_spans
+from curate.rundir.edits import apply_edits, read_spans
 from curate.rundir import RunDir
 
 from conftest import run_cli
