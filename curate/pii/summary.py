@@ -4,15 +4,17 @@ per source, from the step's task markers (exact, also for a resumed run)."""
 from __future__ import annotations
 
 EDITED, SPANS = "edited", "spans:"   # marker counts: documents edited, spans by kind (`spans:email`, ...)
+TIMEOUT = "pii_timeout"              # the ledger reason of a document a pattern of yours ran past its budget on
 
 
 def edit_counts(markers: list[dict]) -> dict[str, dict]:
-    """Per source: documents in, documents edited, spans by kind (kinds sorted)."""
+    """Per source: documents in, documents edited, spans by kind (kinds sorted), documents removed on a timeout."""
     out: dict[str, dict] = {}
     for m in markers:
-        row = out.setdefault(m["source"], {"in": 0, "documents": 0, "spans": {}})
+        row = out.setdefault(m["source"], {"in": 0, "documents": 0, "spans": {}, "timeouts": 0})
         row["in"] += m["in"]
         row["documents"] += m.get(EDITED, 0)
+        row["timeouts"] += m.get("removed", {}).get(TIMEOUT, 0)
         for key, n in m.items():
             if key.startswith(SPANS):
                 row["spans"][key[len(SPANS):]] = row["spans"].get(key[len(SPANS):], 0) + n
@@ -45,4 +47,7 @@ def edit_lines(step: str, markers: list[dict], order: list[str] = ()) -> list[st
     for source, c in counts.items():
         lines.append((f"  {source:10} edited {c['documents']:,} of {c['in']:,}  "
                       + "  ".join(f"{k} {n:,}" for k, n in c["spans"].items())).rstrip())
+    if timeouts := sum(c["timeouts"] for c in counts.values()):
+        lines.append(f"WARNING: {step}: {timeouts:,} document{'s' if timeouts > 1 else ''} removed: a pattern of yours ran past "
+                     f"its time budget (pattern_timeout; curate query RUN \"SELECT * FROM ledger WHERE reason = '{TIMEOUT}'\")")
     return lines
