@@ -10,7 +10,7 @@ last label that can be a top-level domain: `john@gmail.com.2020` and `a@b.com.k1
 give `john@gmail.com` and `a@b.com`, an ASCII top-level domain ends before a non-ASCII letter (`a@b.com欢迎`), and
 in a script written without spaces the address takes the letters around it (over-redaction, never a miss). The
 local part is at most 64 characters and the domain at most 253 (RFC 5321, 1035): a longer run before the `@` is
-redacted from its last 64 characters, a longer one after it through its first 253.
+redacted from its last 64 characters, a longer one after it through its first 254.
 
 Exceptions (never edited): IP addresses that are not global (private, loopback, link-local, documentation and
 other reserved ranges, by `ipaddress`) or are multicast groups, unless `public_ips_only: false`; e-mail addresses at example domains
@@ -81,7 +81,7 @@ IPV6 = re.compile(r"(?<![\w:.])(?:" + "|".join([
 # an optional country or trunk code (`+49 `, `1-`), an area code and two groups; never inside a longer run of
 # digits joined by dashes or dots (`1-866-921-5828` is one number, `978-3-16-148410-0` none)
 PHONE = re.compile(r"(?<![\w+])(?<!\d[.-])(?:\+\d{1,3}[ .-]?|\d{1,3}[ .-])?(?:\(\d{2,4}\)[ .-]?|\d{2,4}[ .-])"
-                   r"\d{3,4}[ .-]?\d{3,4}(?!\w|[.-]\d)")
+                   r"\d{3,4}[ .-]?\d{3,4}(?!\w|[.-][\dXx])")   # X: an ISBN-10 check digit
 
 
 def width(pattern: re.Pattern) -> int:
