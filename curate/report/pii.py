@@ -53,8 +53,8 @@ def section(data: list[dict], colors: dict) -> str:
                     + f"<h3>Recorded edits (the first of each source)</h3>{examples}"
                     + f'<p class="muted">Offsets are code points into the text the step saw; every edit is in '
                       f'<code>edits/{escape(d["stage"])}/</code> and the <code>edits</code> view of <code>curate query</code>.</p>')
-    return page.section("pii", "PII", "E-mail and IP addresses replaced by placeholders (no document is removed; later steps "
-                        "see the edited text).", "".join(body))
+    return page.section("pii", "PII", "E-mail and IP addresses replaced by placeholders (no document is removed, but one a pattern "
+                        "of yours ran past its time budget on; later steps see the edited text).", "".join(body))
 
 
 SECTION = Section("pii", "PII", pii_steps, lambda run, data, colors: section(data, colors))

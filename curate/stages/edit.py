@@ -18,6 +18,7 @@ edited text (`ShardStage.live_batches` applies the edits of the editing steps be
 from __future__ import annotations
 
 import hashlib
+from dataclasses import dataclass
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -34,6 +35,15 @@ SPAN_COLUMNS = pa.schema([("row", pa.int64()), ("kind", pa.string()), ("start", 
                           ("placeholder", pa.string())])
 
 
+@dataclass(frozen=True)
+class Edited:
+    """What `edit` returns when it also removes documents it could not edit safely (a user pattern that ran past its
+    budget): the spans, and ledger rows made with `curate.stages.shard.removals` (reason and evidence)."""
+
+    spans: pa.Table
+    removed: pa.Table | None = None
+
+
 def spans(rows, kinds, starts, ends, placeholders) -> pa.Table:
     """What `edit` returns, from five equal-length sequences: the document's row in the batch, the kind of span,
     start and end (code points into its text) and what replaces it ("" deletes)."""
@@ -45,15 +55,28 @@ def edit_counts(markers: list[dict]) -> dict[str, dict]:
     """Per source: documents in, documents edited, spans by kind (kinds sorted), from an editing step's markers."""
     out: dict[str, dict] = {}
     for m in markers:
-        row = out.setdefault(m["source"], {"in": 0, "documents": 0, "spans": {}})
+        row = out.setdefault(m["source"], {"in": 0, "documents": 0, "spans": {}, "removed": {}})
         row["in"] += m["in"]
         row["documents"] += m.get(EDITED, 0)
+        for reason, n in m.get("removed", {}).items():
+            row["removed"][reason] = row["removed"].get(reason, 0) + n
         for key, n in m.items():
             if key.startswith(SPANS):
                 row["spans"][key[len(SPANS):]] = row["spans"].get(key[len(SPANS):], 0) + n
     for row in out.values():
         row["spans"] = dict(sorted(row["spans"].items()))
     return out
+
+
+def removal_lines(step: str, counts: dict[str, dict]) -> list[str]:
+    """A WARNING line per reason an editing step removed documents for (`edit_counts`' `removed`)."""
+    removed: dict[str, int] = {}
+    for c in counts.values():
+        for reason, n in c["removed"].items():
+            removed[reason] = removed.get(reason, 0) + n
+    return [f"WARNING: {step}: {n:,} document{'s' if n > 1 else ''} removed ({reason}): "
+            f"curate query RUN \"SELECT * FROM ledger WHERE reason = '{reason}'\" names them and why"
+            for reason, n in sorted(removed.items())]
 
 
 class EditFacets(Facets):
@@ -77,7 +100,7 @@ class EditFacets(Facets):
         for source, c in counts.items():
             lines.append((f"  {source:10} edited {c['documents']:,} of {c['in']:,}  "
                           + "  ".join(f"{k} {n:,}" for k, n in c["spans"].items())).rstrip())
-        return lines
+        return lines + removal_lines(step, counts)
 
     @classmethod
     def flags(cls, run, step, sources):
@@ -95,10 +118,15 @@ class EditStage(ShardStage):
     COLUMNS = ["id", "text"]
     FACETS = EditFacets
 
-    def edit(self, batch: pa.Table) -> pa.Table:
+    def edit(self, batch: pa.Table) -> pa.Table | Edited:
         """The spans to replace in `batch` (its `id` and `text`): a table with SPAN_COLUMNS (see `spans`), sorted by
-        row then start, never overlapping; it may also give `original_sha256` and `original` (else they are computed)."""
+        row then start, never overlapping; it may also give `original_sha256` and `original` (else they are computed).
+        A stage that may remove a document it cannot edit safely returns `Edited` and says so in `removes()`."""
         raise NotImplementedError(f"{type(self).__name__} must implement edit(batch)")
+
+    def removes(self) -> bool:
+        """Whether this step, with its options, may remove documents (it then writes a ledger)."""
+        return False
 
     def edit_kinds(self) -> list[str]:
         """The kinds of span this step records, as its record lists them."""
@@ -116,8 +144,14 @@ class EditStage(ShardStage):
     def sink(self, shard: ShardRef) -> ParquetSink:
         return SourceSink(self.run.edits(self.name, shard.source, shard.shard), shard.source, self.edits_schema)
 
+    def run_shard(self, shard: ShardRef) -> dict:
+        return self.map_shard(shard, self.process_shard, self.sink(shard), ledger=self.removes())
+
     def process(self, batch: pa.Table, shard: ShardRef) -> Output:
         found = self.edit(batch)
+        removed = None
+        if isinstance(found, Edited):
+            found, removed = found.spans, found.removed
         schema = self.edits_schema
         if any(name not in found.column_names for name in schema.names[5:]):
             found = _with_originals(found, batch.column("text"))
@@ -126,7 +160,7 @@ class EditStage(ShardStage):
         counts = {EDITED: pc.count_distinct(found.column("row")).as_py() if found.num_rows else 0}
         for kind in pc.value_counts(found.column("kind")).to_pylist() if found.num_rows else []:
             counts[f"{SPANS}{kind['values']}"] = kind["counts"]
-        return Output(rows=rows, counts=counts)
+        return Output(removed=removed, rows=rows, counts=counts)
 
     def keyed_tables(self) -> list[dict]:
         """Its edits, in `curate query` as a view named after the step and in `edits` (every editing step's, with `step`)."""

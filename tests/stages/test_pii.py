@@ -58,11 +58,36 @@ def test_keep_original_stores_it(run_stage):
     ({"patterns": {"email": "x"}}, "other than the built-in kinds"),
     ({"patterns": {"any": "a*"}}, "matches the empty string"),
     ({"patterns": {"bad": "(unclosed"}}, "not a regular expression"),
+    ({"patterns": {"wb": r"\b"}}, "stages.pii.patterns.wb: .* matches the empty string"),   # zero-width only: edits nothing
+    ({"patterns": {"ahead": "(?=a)"}}, "matches the empty string"),
+    ({"pattern_timeout": 0}, "stages.pii.pattern_timeout"),
     ({"placeholders": {"phone2": "x"}}, "no such kind"),
 ])
 def test_options_are_checked_in_one_line(run_stage, options, message):
     with pytest.raises(ConfigError, match=message.replace("(", r"\(")):
         run_stage("pii", options)
+
+
+def test_a_pattern_of_yours_redacts_where_python_matches(run_stage):
+    """RE2 read the pattern itself as the prefilter, and its `$` does not match before a final newline: no edit."""
+    r = run_stage("pii", {"patterns": {"tk": "TICKET-[0-9]{6}$"}}, docs={"web": [{"id": "a", "text": "see TICKET-123456\n"}]})
+    assert r.table("edits", "pii").select(["id", "kind", "start", "end"]).to_pylist() == [{"id": "a", "kind": "tk", "start": 4, "end": 17}]
+
+
+def test_a_document_a_pattern_runs_away_on_is_removed_and_named(run_stage, caplog):
+    docs = {"web": [{"id": "ok", "text": "aab and a@b.io"}, {"id": "slow", "text": "a" * 60 + "!"}, {"id": "none", "text": "x"}]}
+    with caplog.at_level("WARNING", logger="curate"):
+        r = run_stage("pii", {"patterns": {"rx": "(a|aa)+b"}, "pattern_timeout": 0.05}, docs=docs)
+    ledger = r.ledger().to_pylist()
+    assert [(row["id"], row["reason"]) for row in ledger] == [("slow", "pii_timeout")]
+    assert "pattern 'rx' ran past its 0.05 s budget" in ledger[0]["detail"]
+    assert "pii: document slow removed (pii_timeout)" in caplog.text
+    assert sorted(r.table("edits", "pii").column("id").to_pylist()) == ["ok", "ok"], "the other documents are edited"
+    assert [(c["in"], c["kept"], c["removed"]) for c in r.counts] == [(3, 2, {"pii_timeout": 1})]
+    from curate.stages.edit import edit_counts, removal_lines
+
+    assert removal_lines("pii", edit_counts(r.counts)) == [
+        "WARNING: pii: 1 document removed (pii_timeout): curate query RUN \"SELECT * FROM ledger WHERE reason = 'pii_timeout'\" names them and why"]
 
 
 def _write_corpus(root, docs: dict) -> None:
