@@ -205,7 +205,7 @@ def validate(raw: dict, file: str, registry: Mapping[str, type]) -> Pipeline:
                           f"{', '.join(missing) or 'repeated names'}")
     steps = _validate_stages(top["stages"], sources, file, registry)
     stages = final_last([s for s in steps if s.enabled], registry)
-    check_chain(stages, registry, file)
+    check_chain(stages, registry, file, sources)
     derive_defaults(stages, registry, file, reads_sample(top["sample"], sources))
     execution = top["execution"]
     resolved = {**top, "priority": priority,
