@@ -86,7 +86,7 @@ def check_rule_columns(steps: list, registry: Mapping[str, type], file: str, doc
                         writers = [(p.lower(), kind) for kind in registry for p in registry[kind].keyed_columns(None)]
                     if kinds := sorted({kind for p, kind in writers if fnmatch.fnmatchcase(name, p)}):
                         mine = [s.name for s in earlier if s.kind in kinds]
-                        fix = (f"step '{mine[-1]}' does not write it with its options" if mine else
+                        fix = (f"step '{mine[-1]}' does not write it" if mine else
                                f"add a {' or '.join(f'`{k}`' for k in kinds)} step before '{step.name}'")
                         raise ConfigError(file, key, f"rule {label} reads column {column}, which no earlier step writes; {fix}"
                                                      + _close(column, written))
