@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import difflib
 import fnmatch
+from functools import lru_cache
 from typing import Mapping
 
 from curate.config.schema import check_mapping
@@ -22,7 +23,8 @@ from curate.errors import ConfigError
 Files = list[tuple[str | None, list[str] | None]]   # (a file of the source, or None at load; its columns, None: unknown)
 
 
-def column_refs(predicate: str) -> list[str]:
+@lru_cache(maxsize=1024)
+def column_refs(predicate: str) -> tuple[str, ...]:
     """The columns `predicate` names (a struct field's column for `s.field`; `docs.x` is x), in order, once each."""
     from curate.sql_guard import _parse
 
@@ -30,7 +32,7 @@ def column_refs(predicate: str) -> list[str]:
     out: dict[str, None] = {}
     for statement in tree.get("statements") or []:
         _walk(statement.get("node", {}).get("select_list", []), frozenset(), out)
-    return list(out)
+    return tuple(out)
 
 
 def _walk(node, bound: frozenset, out: dict) -> None:
@@ -72,11 +74,12 @@ def check_rule_columns(steps: list, registry: Mapping[str, type], file: str, doc
     the source (`docs`: source -> its files' columns); else one ConfigError naming the rule, the column, the file
     and close matches."""
     writers = None   # (pattern, kind) of the columns only one kind of step writes, gathered when a rule is seen
+    shapes = {source: _shapes(files) for source, files in docs.items()}
     for i, step in enumerate(steps):
         cls, key = registry[step.kind], f"stages.{step.name}"
         earlier = [s for s in steps[:i] if registry[s.kind].VIEW]
         written = [p.lower() for s in earlier for p in registry[s.kind].keyed_columns(s.options)]
-        for source, files in docs.items():
+        for source, files in shapes.items():
             for label, predicate in cls.source_predicates(step.options, file, key, source):
                 for column in column_refs(predicate):
                     name = column.lower()
@@ -90,10 +93,10 @@ def check_rule_columns(steps: list, registry: Mapping[str, type], file: str, doc
                                f"add a {' or '.join(f'`{k}`' for k in kinds)} step before '{step.name}'")
                         raise ConfigError(file, key, f"rule {label} reads column {column}, which no earlier step writes; {fix}"
                                                      + _close(column, written))
-                    lacking = [(f, cols) for f, cols in files if cols is not None and name not in {c.lower() for c in cols}]
+                    lacking = [(f, cols) for f, cols, lowered in files if lowered is not None and name not in lowered]
                     if not lacking:
                         continue
-                    having = [f for f, cols in files if cols is not None and (f, cols) not in lacking]
+                    having = [f for f, cols, lowered in files if lowered is not None and name in lowered]
                     where, cols = lacking[0]
                     if having and where is not None:
                         raise ConfigError(file, key, f"rule {label} reads column {column}, which file {where} of source "
@@ -103,6 +106,16 @@ def check_rule_columns(steps: list, registry: Mapping[str, type], file: str, doc
                                                  f"'{source}'{' (file ' + where + ')' if where else ''} nor an earlier step has"
                                                  + _close(column, written + [c.lower() for c in cols])
                                                  + _default_writers(name, registry, earlier, step.name))
+
+
+def _shapes(files: Files) -> list[tuple[str | None, list[str] | None, set[str] | None]]:
+    """The distinct column lists of a source's files, each with the first file that has it (thousands of files
+    usually share a few shapes) and its names in lower case."""
+    first: dict = {}
+    for f, cols in files:
+        first.setdefault(None if cols is None else tuple(cols), f)
+    return [(f, None if cols is None else list(cols), None if cols is None else {c.lower() for c in cols})
+            for cols, f in first.items()]
 
 
 def _close(column: str, names: list[str]) -> str:

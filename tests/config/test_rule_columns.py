@@ -31,9 +31,9 @@ def _error(f) -> str:
 
 def test_column_refs_come_from_the_parse_tree():
     assert column_refs("len(list_filter(rps_lines_num_words, x -> x > 3)) > 1 AND docs.lang = 'rps_doc_x' -- c") == \
-        ["rps_lines_num_words", "lang"]
-    assert column_refs("dt_words.words > 2 AND list_transform(a, lambda text, i: text > i) IS NOT NULL") == ["dt_words", "a"]
-    assert column_refs("(SELECT max(z) FROM range(3) t(z)) > upper(\"Weird Col\")") == ["Weird Col"]
+        ("rps_lines_num_words", "lang")
+    assert column_refs("dt_words.words > 2 AND list_transform(a, lambda text, i: text > i) IS NOT NULL") == ("dt_words", "a")
+    assert column_refs("(SELECT max(z) FROM range(3) t(z)) > upper(\"Weird Col\")") == ("Weird Col",)
 
 
 def test_a_signal_name_typo_is_refused_at_load_with_close_matches(tmp_path):
