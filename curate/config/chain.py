@@ -6,10 +6,9 @@ module reads those declarations from the registry it is given and fills each ste
 
 from __future__ import annotations
 
-import fnmatch
-import re
 from typing import Mapping
 
+from curate.config.columns import check_rule_columns, source_columns
 from curate.errors import ConfigError
 from curate.run_folders import RESERVED
 
@@ -22,8 +21,9 @@ def final_last(steps: list, registry: Mapping[str, type]) -> list:
     return [s for s in steps if not registry[s.kind].FINAL] + [s for s in steps if registry[s.kind].FINAL]
 
 
-def check_chain(steps: list, registry: Mapping[str, type], file: str) -> None:
-    """Fill `step.upstream` (need -> providing step) for every step; raise ConfigError on the first break."""
+def check_chain(steps: list, registry: Mapping[str, type], file: str, sources: Mapping | None = None) -> None:
+    """Fill `step.upstream` (need -> providing step) for every step; raise ConfigError on the first break, or on a
+    rule reading a column that neither an earlier step nor the documents of `sources` (as far as known) have."""
     provided: dict[str, str] = {}
     for i, step in enumerate(steps):
         cls, key = registry[step.kind], f"stages.{step.name}"
@@ -48,29 +48,14 @@ def check_chain(steps: list, registry: Mapping[str, type], file: str) -> None:
         if step.name in RESERVED and (cls.VIEW or any(t.split("/")[0] == step.name for t in cls.tables(step.name))):
             raise ConfigError(file, key, f"a {step.kind} step writes its files to RUN/<step name>/, and '{step.name}' is a "
                                          "folder of every run; rename the step")
-    check_columns(steps, registry, file)
+    docs = {name: [(None, source_columns(source))] for name, source in (sources or {}).items()}
+    check_rule_columns(steps, registry, file, docs or {"": [(None, None)]})
 
 
 def keyed_steps(steps: list, registry: Mapping[str, type], name: str) -> list[str]:
     """The steps before `name` that write a table keyed by id (`Stage.VIEW`), in run order."""
     names = [s.name for s in steps]
     return [s.name for s in steps[:names.index(name)] if registry[s.kind].VIEW]
-
-
-def check_columns(steps: list, registry: Mapping[str, type], file: str) -> None:
-    """A rule that reads a column only some kind of step writes (`Stage.keyed_columns`), with no such step before
-    it, fails here in one line naming the step kind to add, not mid-run in DuckDB."""
-    writers = None  # every kind's keyed columns, gathered once a step has a rule (it imports every stage)
-    for i, step in enumerate(steps):
-        written = [p for s in steps[:i] if registry[s.kind].VIEW for p in registry[s.kind].keyed_columns(s.options)]
-        for label, predicate in registry[step.kind].predicates(step.options, file, f"stages.{step.name}"):
-            if writers is None:
-                writers = [(pattern, kind) for kind, cls in registry.items() for pattern in cls.keyed_columns(None)]
-            for word in dict.fromkeys(re.findall(r"[A-Za-z_]\w*", re.sub(r"'(?:[^']|'')*'", "''", predicate))):
-                kinds = sorted({kind for pattern, kind in writers if fnmatch.fnmatchcase(word, pattern)})
-                if kinds and not any(fnmatch.fnmatchcase(word, p) for p in written):
-                    raise ConfigError(file, f"stages.{step.name}", f"rule {label} reads column {word}, which no earlier step "
-                                      f"writes; add a {' or '.join(f'`{k}`' for k in kinds)} step before '{step.name}'")
 
 
 def _missing(need: str, step, later: list, registry: Mapping[str, type]) -> str:

@@ -15,8 +15,8 @@ import yaml
 from curate.config.chain import check_chain, final_last
 from curate.config.derive import derive_defaults
 from curate.config.interpolate import interpolate
-from curate.config.schema import Field, check_finite, check_mapping, describe, suggest
-from curate.config.yaml_strict import DuplicateKeyError, one_line
+from curate.config.schema import SEED_MAX, Field, check_finite, check_mapping, describe, suggest
+from curate.config.yaml_strict import AliasBombError, DuplicateKeyError, one_line
 from curate.config.yaml_strict import load as strict_yaml
 from curate.errors import ConfigError
 
@@ -40,12 +40,12 @@ SOURCE_KEYS = {
 }
 
 EXECUTION_KEYS = {
-    "workers": Field((int,), default=None, min=1, nullable=True, doc="tasks in flight; default: CPUs of the cluster"),
+    "workers": Field((int,), default=None, min=1, max=1_000_000, nullable=True, doc="tasks in flight; default: CPUs of the cluster"),
     "max_bad_fraction": Field((float,), default=0.5, min=0.0, max=1.0, doc="fail when a shard has more bad records than this"),
-    "task_size_mb": Field((int,), default=256, min=1, doc="split Parquet files into tasks of about this many MB"),
-    "batch_rows": Field((int,), default=8192, min=1, doc="rows per Arrow batch inside a task (bounds memory)"),
-    "retries": Field((int,), default=3, min=0, doc="retries of a task whose worker died"),
-    "task_memory_mb": Field((int,), default=None, min=1, nullable=True, doc="memory Ray reserves per task"),
+    "task_size_mb": Field((int,), default=256, min=1, max=1 << 20, doc="split Parquet files into tasks of about this many MB"),
+    "batch_rows": Field((int,), default=8192, min=1, max=1 << 24, doc="rows per Arrow batch inside a task (bounds memory)"),
+    "retries": Field((int,), default=3, min=0, max=100, doc="retries of a task whose worker died"),
+    "task_memory_mb": Field((int,), default=None, min=1, max=1 << 24, nullable=True, doc="memory Ray reserves per task"),
     "fingerprint": Field((str,), default="stat", choices=["stat", "content"],
                          doc="how a changed input is recognised: size and modification time (or ETag), or a hash of its bytes"),
     "shared_fs": Field((bool,), default=False,
@@ -56,8 +56,8 @@ EXECUTION_KEYS = {
 
 SAMPLE_KEYS = {
     "dir": Field((str,), doc="where the quickstart corpus is made"),
-    "docs": Field((int,), default=4000, min=10),
-    "seed": Field((int,), default=0),
+    "docs": Field((int,), default=4000, min=10, max=10_000_000),
+    "seed": Field((int,), default=0, min=0, max=SEED_MAX),
 }
 
 TOP_KEYS = {
@@ -135,7 +135,7 @@ def parse_override(text: str) -> tuple[list[str], object]:
     key, raw = text.split("=", 1)
     try:
         value = strict_yaml(raw) if raw.strip() else raw
-    except DuplicateKeyError as exc:
+    except (DuplicateKeyError, AliasBombError) as exc:
         raise ConfigError("--set", key.strip(), f"invalid YAML: {one_line(exc)}") from None
     except yaml.YAMLError:
         value = raw
@@ -205,7 +205,7 @@ def validate(raw: dict, file: str, registry: Mapping[str, type]) -> Pipeline:
                           f"{', '.join(missing) or 'repeated names'}")
     steps = _validate_stages(top["stages"], sources, file, registry)
     stages = final_last([s for s in steps if s.enabled], registry)
-    check_chain(stages, registry, file)
+    check_chain(stages, registry, file, sources)
     derive_defaults(stages, registry, file, reads_sample(top["sample"], sources))
     execution = top["execution"]
     resolved = {**top, "priority": priority,

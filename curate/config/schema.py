@@ -10,13 +10,18 @@ from typing import Any, Callable
 from curate.errors import ConfigError
 
 REQUIRED = object()
+SEED_MAX = 2**32 - 1      # seeds are 32-bit (the minhash permutations' are; numpy's accept no negative)
+COUNT_MAX = 10**12        # a count of documents: more than any corpus holds
 
 _TYPE_NAMES = {str: "a string", int: "an integer", float: "a number", bool: "true or false", list: "a list", dict: "a mapping"}
 
 
 @dataclass
 class Field:
-    """One configuration value: accepted types, default, bounds and, for containers, what they hold."""
+    """One configuration value: accepted types, default, bounds and, for containers, what they hold.
+
+    Every numeric option declares `min` and `max` (tests/config/test_bounds.py walks them all): 10^20 permutations
+    or tokens per sequence is refused at load, naming the option and its range, not after hours of work."""
 
     types: tuple = (str,)
     default: Any = REQUIRED
@@ -64,10 +69,8 @@ def check(value, spec: Field, file: str, key: str):
         value = float(value)
     if isinstance(value, float) and not math.isfinite(value):
         raise ConfigError(file, key, _not_finite(value))
-    if spec.min is not None and _is(value, float) and value < spec.min:
-        raise ConfigError(file, key, f"expected a value >= {spec.min}, got {value}")
-    if spec.max is not None and _is(value, float) and value > spec.max:
-        raise ConfigError(file, key, f"expected a value <= {spec.max}, got {value}")
+    if _is(value, float) and ((spec.min is not None and value < spec.min) or (spec.max is not None and value > spec.max)):
+        raise ConfigError(file, key, f"expected {_range(spec)}, got {value}")
     if spec.choices is not None:
         choices = spec.choices() if callable(spec.choices) else spec.choices
         if value not in choices:
@@ -80,6 +83,17 @@ def check(value, spec: Field, file: str, key: str):
         elif spec.item is not None:
             value = {k: check(v, spec.item, file, f"{key}.{k}") for k, v in value.items()}
     return value
+
+
+def _range(spec: Field) -> str:
+    """`a value >= 2 and <= 65536`: the allowed range of a numeric option, as its error says it."""
+    bounds = [f">= {spec.min}"] * (spec.min is not None) + [f"<= {spec.max}"] * (spec.max is not None)
+    return "a value " + " and ".join(bounds)
+
+
+def numeric(spec: Field) -> bool:
+    """Whether `spec` accepts a number (and so must declare both bounds: an absurd value fails at load)."""
+    return int in spec.types or float in spec.types
 
 
 def _not_finite(value: float) -> str:

@@ -9,10 +9,16 @@ Bytes after the last complete member that start no new one (garbage, or zero pad
 copy tools leave) are not data: every line before them is read, and they are reported once, with their
 offset and length, instead of being mistaken for a cut-short stream. A UTF-8 byte-order mark at the start
 of the text is dropped.
+
+A line ends at LF, CRLF or a lone CR (old Mac files), as with Python's universal newlines: a file of
+CR-ended records is many lines, not one bad record. A lone CR is read as LF, the same length, so byte
+offsets (a task's byte range) hold; JSON allows a raw CR only as whitespace between tokens, where no
+writer of JSON Lines puts one. CRLF lines keep their CR, as they always did (JSON parsing ignores it).
 """
 
 from __future__ import annotations
 
+import re
 import zlib
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
@@ -25,6 +31,45 @@ BOM = b"\xef\xbb\xbf"
 CHUNK = 4 << 20
 # Compressed bytes handed to the decoder at once: a decoder error loses the output of one piece only.
 PIECE = 256 << 10
+_LONE_CR = re.compile(rb"\r(?!\n)")
+
+
+class LoneCR:
+    """Decoded pieces with each lone CR read as LF. A CR ending a piece waits for the next piece's first byte
+    (a CRLF split across pieces stays CRLF); one at the very end of the text ends the last line, which the
+    end of the text does anyway, so it is dropped. Pieces without a CR pass through uncopied."""
+
+    def __init__(self):
+        self.held = b""
+
+    def feed(self, data: bytes) -> bytes:
+        if self.held:
+            data, self.held = self.held + data, b""
+        elif b"\r" not in data:
+            return data
+        if data.endswith(b"\r"):
+            data, self.held = data[:-1], b"\r"
+        return _LONE_CR.sub(b"\n", data) if b"\r" in data else data
+
+
+class _LoneCRReader:
+    """A plain file's `read` with each lone CR read as LF and every other byte where it was, so byte ranges and
+    the line numbers counted from them agree with `iter_lines`. A CR ending a read is settled by one byte read
+    ahead (kept for the next read)."""
+
+    def __init__(self, handle):
+        self.handle = handle
+        self.ahead = b""
+
+    def read(self, n: int) -> bytes:
+        data = self.ahead + self.handle.read(max(0, n - len(self.ahead))) if self.ahead else self.handle.read(n)
+        self.ahead = b""
+        if b"\r" not in data:
+            return data
+        if data.endswith(b"\r"):
+            self.ahead = self.handle.read(1)
+            return _LONE_CR.sub(b"\n", data + self.ahead)[:len(data)]
+        return _LONE_CR.sub(b"\n", data)
 
 
 @dataclass
@@ -212,6 +257,7 @@ def iter_lines(handle, result: dict, start_line: int = 0, end_line: int | None =
     lineno = 0
     chunk = first
     at_start = True  # a byte-order mark may still be ahead
+    lone_cr = LoneCR()
     while chunk:
         for data in decoder.feed(chunk):
             if data and at_start:
@@ -223,6 +269,7 @@ def iter_lines(handle, result: dict, start_line: int = 0, end_line: int | None =
                     if data.startswith(BOM):
                         data = data[len(BOM):]
             if data:
+                data = lone_cr.feed(data)
                 parts = (pending + data).split(b"\n")
                 pending = parts.pop()
                 if lineno + len(parts) <= start_line:  # wholly before this range: skip without looking
@@ -262,6 +309,7 @@ def iter_byte_range(handle, start: int, stop: int):
     and counts the newlines before `start` (a fast scan, no parsing) so that line numbers, and the
     positional ids made from them, are the same however the file is split.
     """
+    handle = _LoneCRReader(handle)
     lineno, done = 0, 0
     while done < start:
         chunk = handle.read(min(CHUNK, start - done))
@@ -270,7 +318,7 @@ def iter_byte_range(handle, start: int, stop: int):
         lineno += chunk.count(b"\n")
         done += len(chunk)
         last = chunk[-1:]
-    pos, pending = start, b""
+    pos, pending, skip = start, b"", 0
     if start > 0 and last != b"\n":  # the line under way belongs to the range before
         while True:
             chunk = handle.read(CHUNK)
@@ -283,9 +331,8 @@ def iter_byte_range(handle, start: int, stop: int):
                 break
             pos += len(chunk)
     elif start == 0:
-        head = handle.read(CHUNK)
-        pending = head[len(BOM):] if head.startswith(BOM) else head
-        pos += len(head) - len(pending)
+        pending = handle.read(max(CHUNK, len(BOM)))
+        skip = len(BOM) if pending.startswith(BOM) else 0  # a byte-order mark: in the first line's bytes, not its text
     line_start = pos
     while True:
         parts = pending.split(b"\n")
@@ -293,18 +340,19 @@ def iter_byte_range(handle, start: int, stop: int):
         for line in parts:
             if line_start >= stop:
                 return
-            if line.strip():
-                yield lineno, line
+            if line[skip:].strip():
+                yield lineno, line[skip:]
             lineno += 1
             line_start += len(line) + 1
+            skip = 0
         if line_start >= stop:
             return
         chunk = handle.read(CHUNK)
         if not chunk:
             break
         pending += chunk
-    if pending.strip() and line_start < stop:
-        yield lineno, pending
+    if pending[skip:].strip() and line_start < stop:
+        yield lineno, pending[skip:]
 
 
 def estimate_lines(handle, probe: int = CHUNK) -> tuple[str, float, float]:
@@ -313,6 +361,6 @@ def estimate_lines(handle, probe: int = CHUNK) -> tuple[str, float, float]:
     head = handle.read(probe)
     decoder = sniff(head)
     data = b"".join(decoder.feed(head))
-    lines = max(1, data.count(b"\n"))
+    lines = max(1, data.count(b"\n") + data.count(b"\r") - data.count(b"\r\n"))
     ratio = len(data) / max(1, len(head)) if decoder.name != "plain" else 1.0
     return decoder.name, ratio, len(data) / lines

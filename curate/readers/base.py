@@ -57,6 +57,7 @@ class ReadTask:
     version: str = ""              # the file's modification time, ETag or content hash (see fs.version_of)
     byte_range: tuple[int, int] | None = None        # a plain JSONL file's share: lines starting in these bytes
     line_range: tuple[int, int | None] | None = None  # a compressed JSONL file's share: these line numbers
+    columns: tuple[str, ...] | None = None            # the file's own columns, where planning read them (a Parquet footer)
 
     @property
     def id_prefix(self) -> str:
@@ -120,6 +121,14 @@ class Reader:
     def schema(self, fmt: Format) -> pa.Schema | None:
         """The columns of a shard that yields no batch; None leaves it to the file's own columns."""
         return None
+
+    def columns(self, fmt: Format, projection: list[str] | None, file_columns: tuple[str, ...] | None) -> list[str] | None:
+        """The columns of this kind's documents: those `schema` fixes; a kind that keeps a file's own columns says
+        them from the source's `columns:` projection or the file's columns (`ReadTask.columns`), else None
+        (unknown until a file is read). Raises ValueError when the file cannot give them (a projected column
+        missing), so the rules' columns are checked before any work (config/columns.py)."""
+        schema = self.schema(fmt)
+        return None if schema is None else schema.names
 
     def read_file(self, task: ReadTask, fmt: Format, handle, options: ReadOptions, bad: BadRecords) -> Iterator[pa.Table]:
         """The records of one task from `handle` (its file, opened by ingest), as Arrow tables in file order."""

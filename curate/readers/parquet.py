@@ -150,11 +150,23 @@ class ParquetReader(Reader):
     def plan(self, whole: ReadTask, fmt: Format, storage_options: dict, target: int) -> list[ReadTask]:
         try:
             with fs.open_input(whole.path, storage_options, block_size=1 << 20) as handle:
-                metadata = pq.ParquetFile(handle).metadata
+                pf = pq.ParquetFile(handle)
+                metadata, names = pf.metadata, tuple(pf.schema_arrow.names)
         except Exception as exc:  # a corrupt file is a bad record, found when its task runs
             return [replace(whole, unreadable=f"{type(exc).__name__}: {exc}")]
-        return [replace(whole, shard=f"{whole.shard[:-4]}{part:04d}", row_groups=groups, row_offset=first)
+        return [replace(whole, shard=f"{whole.shard[:-4]}{part:04d}", row_groups=groups, row_offset=first, columns=names)
                 for part, (groups, first) in enumerate(plan_row_groups(metadata, target))]
+
+    def columns(self, fmt: Format, projection: list[str] | None, file_columns: tuple[str, ...] | None) -> list[str] | None:
+        """`id`, `text` and the file's other columns (those projected), as `_checked` writes them."""
+        if file_columns is not None:
+            wanted, hidden = _projection(pa.schema([(c, pa.null()) for c in file_columns]), fmt, projection)
+        elif projection:
+            wanted, hidden = list(projection), set()
+        else:
+            return None
+        skip = {fmt.text, fmt.id, "id", "text"} | hidden
+        return ["id", "text"] + [c for c in wanted if c not in skip]
 
     def read(self, task: ReadTask, fmt: Format, handle, options: ReadOptions, bad: BadRecords, stats: dict) -> Iterator[pa.Table]:
         return read_parquet(task, fmt, handle, options.batch_rows, options.columns, bad, stats)

@@ -102,6 +102,11 @@ class Stage(ABC):
         defaults can follow them, e.g. signals add `dt_words` when one reads it (`curate.config.derive`)."""
         return []
 
+    @classmethod
+    def source_predicates(cls, options: dict, file: str, key: str, source: str) -> list[tuple[str, str]]:
+        """The `predicates` that apply to the documents of `source` (all of them, unless the kind says otherwise)."""
+        return cls.predicates(options, file, key)
+
     def keyed_tables(self) -> list[dict]:
         """The id-keyed tables this step wrote, as its record lists them (see `RunDir.publish_tables`)."""
         if not self.VIEW:

@@ -18,7 +18,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from curate.config.schema import Field
+from curate.config.schema import COUNT_MAX, Field
 from curate.decontam.decide import decide
 from curate.decontam.evalsets import SET_OPTIONS, load_set
 from curate.decontam.index import MATCHES, EvalIndex, doc_counts
@@ -68,13 +68,13 @@ class DecontaminateStage(ShardStage):
     COLUMNS = ["id", "text"]
     OPTIONS = {
         "sets": Field((dict,), item=Field((dict,), keys=SET_OPTIONS), doc="eval set name -> {path, format, fields}"),
-        "n": Field((int,), default=13, min=2, doc="words per n-gram (GPT-3: 13)"),
-        "min_short_words": Field((int,), default=8, min=1, doc="a field shorter than n words matches only whole, and only "
+        "n": Field((int,), default=13, min=2, max=1000, doc="words per n-gram (GPT-3: 13)"),
+        "min_short_words": Field((int,), default=8, min=1, max=1000, doc="a field shorter than n words matches only whole, and only "
                                                                "with at least this many words (shorter: never)"),
-        "frequent_docs": Field((int,), default=100, min=1, doc="a gram in more training documents than this counts only "
+        "frequent_docs": Field((int,), default=100, min=1, max=COUNT_MAX, doc="a gram in more training documents than this counts only "
                                                                "in a run with a rarer gram (boilerplate, common phrases)"),
         "min_overlap": Field((float,), default=0.5, min=0.0, max=1.0, doc="flag when this share of an item's grams is found"),
-        "min_match_words": Field((int,), default=50, min=1, doc="... or a contiguous match of at least this many words"),
+        "min_match_words": Field((int,), default=50, min=1, max=1_000_000, doc="... or a contiguous match of at least this many words"),
         "action": Field((str,), default="remove", choices=["remove", "report"], doc="remove flagged documents, or only flag them"),
     }
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import logging
 
-from curate.config.schema import Field
+from curate.config.schema import COUNT_MAX, Field
 from curate.dedup import alarms
 from curate.dedup.graph import GraphDir
 from curate.dedup.policy import POLICIES
@@ -36,7 +36,7 @@ class DedupStage(ClusterStage):
     OPTIONS = {
         "minhash": Field((str,), default=None, nullable=True, doc="the minhash step to read (default: the last one before this)"),
         "policy": Field((str,), default="cross_source", choices=list(POLICIES)),
-        "max_rounds": Field((int,), default=100, min=1, doc="label propagation rounds before giving up"),
+        "max_rounds": Field((int,), default=100, min=1, max=100_000, doc="label propagation rounds before giving up"),
         "verify": Field((float,), default=None, nullable=True, min=0.0, max=1.0,
                         doc="keep a candidate pair only if the exact Jaccard of its shingle sets reaches this"),
         "mode": Field((str,), default="sound", choices=["sound", "unverified"],
@@ -45,10 +45,10 @@ class DedupStage(ClusterStage):
                            doc="sound mode: the least Jaccard with the cluster's representative that allows a removal"),
         "margin": Field((float,), default=0.1, min=0.0, max=1.0,
                         doc="sound mode: MinHash estimates within this of the threshold are decided by the exact Jaccard"),
-        "rounds": Field((int,), default=8, min=1, doc="sound mode: sub-cluster rounds per cluster before the rest is kept"),
+        "rounds": Field((int,), default=8, min=1, max=10_000, doc="sound mode: sub-cluster rounds per cluster before the rest is kept"),
         "max_removed_share": Field((float,), default=0.5, min=0.0, max=1.0,
                                    doc="alarm when a source loses more than this share of its documents to this step"),
-        "max_cluster": Field((int,), default=10_000, min=1, doc="alarm when a duplicate cluster holds more documents than this"),
+        "max_cluster": Field((int,), default=10_000, min=1, max=COUNT_MAX, doc="alarm when a duplicate cluster holds more documents than this"),
         "on_alarm": Field((str,), default="warn", choices=["warn", "error"], doc="warn: a warning line and a flag in summary.json; "
                                                                                   "error: the run stops after this step"),
     }

@@ -97,7 +97,7 @@ class DualUseStage(ShardStage):
     REMOVES = True
     OPTIONS = {
         "terms": Field((str,), default="demo", doc="term file (one per line, # comments); 'demo': the shipped stand-in list"),
-        "escalate_at": Field((int,), default=2, min=1, doc="distinct terms that send a document to the classifier"),
+        "escalate_at": Field((int,), default=2, min=1, max=10_000, doc="distinct terms that send a document to the classifier"),
         "model": Field((str, dict), default=None, nullable=True, keys=MODEL,
                        doc="the stage-2 classifier (a path, or a model mapping as in classify); none: the blocklist decides"),
         "threshold": Field((float,), default=0.5, min=0.0, max=1.0, doc="flag when the classifier's score is above this"),

@@ -49,8 +49,8 @@ class ExactDedupStage(ClusterStage):
         "policy": Field((str,), default="all", choices=list(POLICIES)),
         "lowercase": Field((bool,), default=True),
         "whitespace": Field((bool,), default=True, doc="collapse runs of whitespace and trim"),
-        "partitions": Field((int,), default=None, nullable=True, min=1, doc="default: one per 250,000 documents"),
-        "max_rounds": Field((int,), default=100, min=1),
+        "partitions": Field((int,), default=None, nullable=True, min=1, max=100_000, doc="default: one per 250,000 documents"),
+        "max_rounds": Field((int,), default=100, min=1, max=100_000),
     }
 
     def execute(self, tasks, run_phase) -> None:

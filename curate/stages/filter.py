@@ -94,6 +94,13 @@ class FilterStage(ShardStage):
         rules = [r for who, names in options["recipes"].items() for n in names for r in load_recipe(n, file, f"{key}.recipes.{who}")]
         return [(r.name, r.predicate) for r in rules] + [(f"where.{who}", p) for who, p in options["where"].items()]
 
+    @classmethod
+    def source_predicates(cls, options, file, key, source):
+        """The rules `source` is filtered by, in the order `rules` gives them, labelled as the options name them."""
+        return ([(r.name, r.predicate) for who in (ALL, source) for name in options["recipes"].get(who, [])
+                 for r in load_recipe(name, file, f"{key}.recipes.{who}")]
+                + [(f"where.{who}", options["where"][who]) for who in (ALL, source) if who in options["where"]])
+
     def rules(self, source: str) -> list[Rule]:
         out = []
         for who in (ALL, source):

@@ -18,6 +18,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from curate.config.columns import check_rule_columns
 from curate.errors import BadShardError, ConfigError
 from curate.io import fs
 from curate.io.parquet import DOCS_PLAIN, ParquetSink, read_table, write_table
@@ -28,7 +29,7 @@ from curate.rundir import IngestRecord, ledger_table, write_ledger
 from curate.rundir.layout import ACCOUNTING
 from curate.stages.base import Stage
 from curate.stages.phase import Phase, Task
-from curate.stages.registry import stage
+from curate.stages.registry import STAGES, stage
 
 
 @stage("ingest")
@@ -44,6 +45,25 @@ class IngestStage(Stage):
                 for rt in self._split(source, fmt, f, index):
                     tasks.append(Task(f"{source.name}/{rt.shard}", f.path, rt, source.name, rt.shard))
         return tasks
+
+    def check(self, tasks: list[Task[ReadTask]]) -> None:
+        """Before any file is read: the columns every later rule reads are in each file of its source (a Parquet
+        file's footer, read while planning, names them), and each file has the columns its source projects."""
+        docs: dict[str, list] = {name: [] for name in self.pipeline.sources}
+        seen = set()
+        for t in tasks:
+            rt = t.payload
+            if rt.unreadable or rt.path in seen:
+                continue
+            seen.add(rt.path)
+            source = self.pipeline.sources[rt.source]
+            fmt = FORMATS[source.format].with_fields(source.fields)
+            try:
+                columns = READERS[fmt.kind].columns(fmt, source.columns, rt.columns)
+            except ValueError as exc:
+                raise ConfigError(self.pipeline.file, f"sources.{rt.source}", f"file {rt.relative}: {exc}") from None
+            docs[rt.source].append((rt.relative, columns))
+        check_rule_columns(self.pipeline.stages, STAGES, self.pipeline.file, docs)
 
     def execute(self, tasks: list[Task[ReadTask]], run_phase) -> None:
         partitions = id_partitions(sum(t.payload.size for t in tasks))

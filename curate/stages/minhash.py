@@ -15,7 +15,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from curate.config.schema import Field
+from curate.config.schema import SEED_MAX, Field
 from curate.dedup import nodes
 from curate.dedup.bands import choose_bands, format_s_curve
 from curate.dedup.layout import partitions_for, shard_numbers, shard_tag
@@ -32,6 +32,7 @@ from curate.stages.shard import Output, ShardRef, ShardStage
 
 log = logging.getLogger("curate")
 U64 = np.uint64
+NUM_PERM_MAX = 8192   # a signature of 32 KB per document; choosing bands for a threshold takes seconds at this size
 
 
 def rank_key(values: pa.Array) -> np.ndarray:
@@ -67,22 +68,22 @@ class MinhashStage(ShardStage):
     OPTIONS = {
         "preset": Field((str,), default="zyda2", choices=sorted(PRESETS)),
         "unit": Field((str,), default=None, nullable=True, choices=["char", "word"]),
-        "n": Field((int,), default=None, nullable=True, min=1, doc="shingle size"),
+        "n": Field((int,), default=None, nullable=True, min=1, max=1000, doc="shingle size"),
         "normalize": Field((list,), default=None, nullable=True, item=Field((str,))),
-        "num_perm": Field((int,), default=None, nullable=True, min=1),
-        "seed": Field((int,), default=None, nullable=True, min=0),
+        "num_perm": Field((int,), default=None, nullable=True, min=1, max=NUM_PERM_MAX),
+        "seed": Field((int,), default=None, nullable=True, min=0, max=SEED_MAX),
         "hash": Field((str,), default=None, nullable=True, choices=["poly64", "murmur3", "sha1"],
                       doc="shingle hash; sha1 gives datasketch-identical signatures"),
-        "bands": Field((int,), default=None, nullable=True, min=1),
-        "rows": Field((int,), default=None, nullable=True, min=1),
+        "bands": Field((int,), default=None, nullable=True, min=1, max=NUM_PERM_MAX),
+        "rows": Field((int,), default=None, nullable=True, min=1, max=NUM_PERM_MAX),
         "threshold": Field((float,), default=None, nullable=True, min=0.0, max=1.0,
                            doc="choose bands x rows for this Jaccard threshold (datasketch's optimiser)"),
-        "partitions": Field((int,), default=None, nullable=True, min=1,
+        "partitions": Field((int,), default=None, nullable=True, min=1, max=100_000,
                             doc="hash partitions of band keys for the dedup stage (default: one per 250,000 documents)"),
         "tie_break": Field((str,), default="first",
                            doc="which document of a source a dedup `all` policy keeps: first (input order), id (smallest), "
                                "longer, or a numeric column (higher wins)"),
-        "threads": Field((int,), default=None, nullable=True, min=1,
+        "threads": Field((int,), default=None, nullable=True, min=1, max=4096,
                          doc="threads per task for the signature kernel (default: every core inline, 1 per Ray task)"),
     }
 

@@ -18,7 +18,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from curate.config.pipeline import canonical_json
-from curate.config.schema import Field
+from curate.config.schema import SEED_MAX, Field
 from curate.errors import ConfigError, CurateError
 from curate.rundir import MixRecord
 from curate.stages.phase import Phase
@@ -33,6 +33,8 @@ __all__ = ["MixStage", "copies", "plan_mixture", "uniform"]
 
 log = logging.getLogger("curate")
 SAMPLE_DOCS = 256
+TOKENS_MAX = 1e16     # tokens: far past any training run, short of where float64 counts stop being exact
+EPOCHS_MAX = 10_000.0
 
 
 def rehydration(table: dict, dedup: str, stats: list[dict], order: list[str]) -> dict:
@@ -68,23 +70,24 @@ class MixStage(ShardStage):
     REMOVES = True
     COLUMNS = ["id"]
     OPTIONS = {
-        "weights": Field((dict,), default=None, nullable=True, item=Field((float,), min=0.0),
+        "weights": Field((dict,), default=None, nullable=True, item=Field((float,), min=0.0, max=1e12),
                          doc="token-wise weights per source (every source; 0 leaves one out)"),
-        "tokens": Field((dict,), default=None, nullable=True, item=Field((float,), min=0.0), doc="target tokens per source (every source)"),
-        "epochs": Field((dict,), default=None, nullable=True, item=Field((float,), min=0.0), doc="epochs per source (default 1)"),
+        "tokens": Field((dict,), default=None, nullable=True, item=Field((float,), min=0.0, max=TOKENS_MAX),
+                        doc="target tokens per source (every source)"),
+        "epochs": Field((dict,), default=None, nullable=True, item=Field((float,), min=0.0, max=EPOCHS_MAX), doc="epochs per source (default 1)"),
         "maximize": Field((str,), default=None, nullable=True, choices=["effective_tokens"],
                           doc="choose the tokens per source that give the most effective tokens for total_tokens"),
-        "total_tokens": Field((float,), default=None, nullable=True, min=1.0, doc="with weights or maximize: the mixture's size"),
-        "max_epochs": Field((float, dict), default=None, nullable=True, min=0.0, item=Field((float,), min=0.0),
+        "total_tokens": Field((float,), default=None, nullable=True, min=1.0, max=TOKENS_MAX, doc="with weights or maximize: the mixture's size"),
+        "max_epochs": Field((float, dict), default=None, nullable=True, min=0.0, max=EPOCHS_MAX, item=Field((float,), min=0.0, max=EPOCHS_MAX),
                             doc="with maximize: the most epochs of every source (a number) or of each (a mapping); default allow_epochs"),
-        "quality": Field((dict,), default=None, nullable=True, item=Field((float,), min=0.0),
+        "quality": Field((dict,), default=None, nullable=True, item=Field((float,), min=0.0, max=1e12),
                          doc="with maximize: what a fresh token of each source is worth (every source; default 1 each)"),
-        "allow_epochs": Field((float,), default=ALLOW_EPOCHS, min=1.0,
+        "allow_epochs": Field((float,), default=ALLOW_EPOCHS, min=1.0, max=EPOCHS_MAX,
                               doc="the most epochs of any source accepted without an error (more than 4 is a warning)"),
-        "seed": Field((int,), default=0),
+        "seed": Field((int,), default=0, min=0, max=SEED_MAX),
         "tokenizer": Field((str,), default=None, nullable=True,
                            doc="the tokenizer tokens are measured with; default: the tokenize step's (else gpt2), resolved at load"),
-        "rehydrate": Field((dict,), default=None, nullable=True, item=Field((float,), min=0.0),
+        "rehydrate": Field((dict,), default=None, nullable=True, item=Field((float,), min=0.0, max=1e12),
                            doc="weight by dedup cluster size, FineWeb-2 style: {size threshold: weight}, e.g. {1: 1, 2: 2, 5: 3, 100: 1}"),
     }
     MODES = ("weights", "tokens", "epochs", "maximize")

@@ -17,7 +17,7 @@ from functools import partial
 
 import numpy as np
 
-from curate.config.schema import Field
+from curate.config.schema import SEED_MAX, Field
 from curate.io import fs
 from curate.rundir import PackRecord, TokenizerRecord
 from curate.rundir.layout import ACCOUNTING
@@ -42,9 +42,9 @@ class PackStage(Stage):
     PRODUCES = ("packed",)
     FACETS = PackFacets
     OPTIONS = {
-        "seq_len": Field((int,), default=2049, min=2, doc="tokens per training sequence (2049 = 2048 + 1 shifted label)"),
+        "seq_len": Field((int,), default=2049, min=2, max=1 << 24, doc="tokens per training sequence (2049 = 2048 + 1 shifted label)"),
         "method": Field((str,), default="best_fit", choices=list(METHODS)),
-        "seed": Field((int,), default=0, doc="deterministic shuffle of sequences"),
+        "seed": Field((int,), default=0, min=0, max=SEED_MAX, doc="deterministic shuffle of sequences"),
         "formats": Field((list,), default=lambda: ["megatron"], item=Field((str,), choices=format_names)),
     }
 

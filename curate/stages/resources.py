@@ -8,9 +8,9 @@ from dataclasses import dataclass
 from curate.config.schema import Field
 
 RESOURCE_OPTIONS = {
-    "num_cpus": Field((float,), default=1.0, min=0.0),
-    "num_gpus": Field((float,), default=0.0, min=0.0),
-    "memory_mb": Field((int,), default=None, nullable=True, min=1),
+    "num_cpus": Field((float,), default=1.0, min=0.0, max=4096.0),
+    "num_gpus": Field((float,), default=0.0, min=0.0, max=1024.0),
+    "memory_mb": Field((int,), default=None, nullable=True, min=1, max=1 << 24),
 }
 
 

@@ -117,7 +117,13 @@ class SignalsStage(ShardStage):
     def keyed_columns(cls, options):
         if options is None:
             return ["rps_*", "ccnet_*", "dt_words"]   # not lang: a source may have a `lang` column of its own
-        return ["rps_*", "ccnet_*", *(["lang", "lang_score"] if options["langid"] else []),
+        from curate.signals.names import DOC_SIGNALS, LINE_SIGNALS, UT1_SIGNAL
+
+        return [*DOC_SIGNALS, *([UT1_SIGNAL] if options["ut1_domains"] else []), *LINE_SIGNALS,
+                *(f"rps_doc_ml_{name}_score" for name in sorted(options["ml_models"])),
+                *(f"rps_doc_{name}_importance" for name in sorted(options["importance"])),
+                *CCNET.values(), "ccnet_bucket",   # present with an RPv2 source (or a source with CCNet's fields)
+                *(["lang", "lang_score"] if options["langid"] else []),
                 *([] if options["datatrove_words"] is False else ["dt_words"])]
 
     def dt_words(self) -> bool:

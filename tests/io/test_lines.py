@@ -127,3 +127,46 @@ def test_a_leading_byte_order_mark_is_dropped_plain_gzip_and_zstd():
         out, result = _run(data)
         assert out[0] == b'{"i": 0}' and len(out) == 10 and result == {}
     assert _run(b"\xef\xbb\xbf")[0] == []
+
+
+# --- issue 28: a lone CR ends a line (universal newlines), however the file is read or split ---
+
+from curate.io.lines import iter_byte_range  # noqa: E402
+
+CR_FILE = b'\xef\xbb\xbf{"i": 0}\r{"i": 1}\r\r{"i": 2}\r\n{"i": 3}\n{"i": 4}\r'
+CR_LINES = [(0, b'{"i": 0}'), (1, b'{"i": 1}'), (3, b'{"i": 2}\r'), (4, b'{"i": 3}'), (5, b'{"i": 4}')]
+
+
+@pytest.mark.parametrize("chunk", [1, 2, 3, 5, 4 << 20])
+def test_lone_cr_ends_a_line_plain_gzip_and_zstd(monkeypatch, chunk):
+    monkeypatch.setattr(lines_mod, "CHUNK", chunk)
+    for data in (CR_FILE, gzip.compress(CR_FILE, mtime=0), zstandard.ZstdCompressor().compress(CR_FILE)):
+        result = {}
+        assert list(iter_lines(io.BytesIO(data), result)) == CR_LINES and result == {}
+    # a CRLF file reads as it always did: each line keeps its CR, the numbers are those of its LFs
+    crlf = b'{"i": 0}\r\n{"i": 1}\r\n'
+    assert list(iter_lines(io.BytesIO(crlf), {})) == [(0, b'{"i": 0}\r'), (1, b'{"i": 1}\r')]
+
+
+@pytest.mark.parametrize("chunk", [1, 2, 4 << 20])
+def test_byte_ranges_of_a_cr_file_give_each_line_once_with_its_number(monkeypatch, chunk):
+    monkeypatch.setattr(lines_mod, "CHUNK", chunk)
+    data = CR_FILE + b'{"i": 5}\r\n\r{"i": 6}'
+    whole = list(iter_lines(io.BytesIO(data), {}))
+    assert whole[-2:] == [(6, b'{"i": 5}\r'), (8, b'{"i": 6}')]
+    for cut in range(len(data) + 1):
+        parts = list(iter_byte_range(io.BytesIO(data), 0, cut)) + list(iter_byte_range(io.BytesIO(data), cut, 1 << 62))
+        assert parts == whole, f"split at byte {cut}"
+
+
+def test_a_jsonl_file_with_lone_cr_line_ends_reads_as_records(tmp_path):
+    from conftest import run_cli
+    import duckdb
+
+    src = tmp_path / "mac.jsonl"
+    src.write_bytes(b"".join(b'{"id": "d%d", "text": "doc %d"}\r' % (i, i) for i in range(5)))
+    f = tmp_path / "p.yaml"
+    f.write_text(f"name: t\nsources:\n  s: {{format: jsonl, paths: '{src}'}}\nstages:\n  ingest: {{}}\n")
+    assert run_cli(f, "--output", tmp_path / "run", "--inline", "-q") == 0
+    kept = duckdb.sql(f"SELECT id, text FROM read_parquet('{tmp_path}/run/kept/*/*.parquet') ORDER BY id").fetchall()
+    assert kept == [(f"s/mac.jsonl/{i}", f"doc {i}") for i in range(5)], "five records on five lines, not one bad record"
