@@ -39,7 +39,7 @@ class LineFilterFacets(EditFacets):
 class LineFilterStage(EditStage):
     FACETS = LineFilterFacets
     OPTIONS = {
-        "min_words": Field((int,), default=3, min=0, doc="drop lines with fewer words (C4: 3; 0 keeps short lines)"),
+        "min_words": Field((int,), default=3, min=0, max=10_000, doc="drop lines with fewer words (C4: 3; 0 keeps short lines)"),
         "terminal_punctuation": Field((bool,), default=True, doc="drop lines not ending in . ! ? or a closing quote"),
         "javascript": Field((bool,), default=True, doc="drop lines that mention JavaScript (enable-JavaScript notices)"),
         "lorem_ipsum": Field((bool,), default=True, doc="drop lines holding 'lorem ipsum' placeholder text"),
