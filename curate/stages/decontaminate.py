@@ -42,6 +42,7 @@ TABLE = pa.schema([("id", pa.string()), ("set", pa.string()), ("item", pa.string
 @stage("decontaminate")
 class DecontaminateStage(ShardStage):
     PRODUCES = ("contamination",)
+    VERSION = 2   # 2: text folded to NFKD without marks, case-folded; scripts without spaces split into characters
     REMOVES = True
     COLUMNS = ["id", "text"]
     OPTIONS = {

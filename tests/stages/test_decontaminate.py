@@ -271,3 +271,38 @@ def test_ray_writes_what_inline_writes(tmp_path, planted):
     assert ray.returncode == 0, ray.stderr
     parts = ("kept", "ledger", "decontaminate")
     assert tree_digest(tmp_path / "ray", parts) == tree_digest(tmp_path / "inline", parts)
+
+
+# ---- Unicode forms and scripts without spaces ------------------------------------------------------
+
+LATIN = ("Le café où Zoë goûte une crème brûlée déjà servie à l'hôtel près du théâtre, naïve et sûre, "
+         "pendant que François écoute Noël chanter à l'église Saint-Étienne.")
+CHINESE = "中华人民共和国成立于一九四九年十月一日，首都北京是全国的政治和文化中心。"
+JAPANESE = "データベースのガイドラインについて詳しく説明します"
+SHORT_CHINESE = "北京是中国首都城市"      # 9 characters: fewer than n, at least min_short_words: matches only whole
+FULLWIDTH = {chr(c): chr(c + 0xFEE0) for c in range(0x21, 0x7F)} | {" ": "\u3000"}
+
+
+def test_unicode_forms_and_scripts_without_spaces_match(run_stage, tmp_path):
+    import unicodedata
+
+    items = [{"id": "latin", "passage": unicodedata.normalize("NFC", LATIN)}, {"id": "zh", "passage": CHINESE},
+             {"id": "ja", "question": JAPANESE}, {"id": "zh-short", "question": SHORT_CHINESE}]
+    (tmp_path / "e.jsonl").write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in items), encoding="utf-8")
+    docs = {"web": [
+        {"id": "nfd", "text": "Un article. " + unicodedata.normalize("NFD", LATIN) + " Fin."},
+        {"id": "fullwidth", "text": "".join(FULLWIDTH.get(c, c) for c in LATIN.upper())},
+        {"id": "zh", "text": "新闻报道：" + CHINESE.replace("，", " ") + "以上。"},
+        {"id": "ja-halfwidth", "text": "今日は" + "ﾃﾞｰﾀﾍﾞｰｽのｶﾞｲﾄﾞﾗｲﾝについて詳しく説明します" + "。"},
+        {"id": "zh-short", "text": "大家都知道北京是中国首都城市吧"},
+        {"id": "zh-short-cut", "text": "大家都知道北京是中国首都吧"},
+        {"id": "unrelated", "text": "Une autre page, sans rapport, 一些无关的文字。"}]}
+    result = run_stage("decontaminate", {"sets": {"e": {"path": str(tmp_path / "e.jsonl")}}, **OPTS, "action": "report"}, docs=docs)
+    rows = {(r["id"], r["item"]): r for r in result.table(result.stage.name).to_pylist()}
+    assert {k for k, r in rows.items() if r["flagged"]} == {("nfd", "latin"), ("fullwidth", "latin"), ("zh", "zh"),
+                                                            ("ja-halfwidth", "ja"), ("zh-short", "zh-short")}
+    assert all(rows[k]["overlap"] == 1.0 for k in [("nfd", "latin"), ("fullwidth", "latin"), ("zh", "zh"), ("ja-halfwidth", "ja")])
+    assert rows[("zh", "zh")]["item_grams"] == len(ref_words(CHINESE)) - OPTS["n"] + 1, "Chinese grams are character 13-grams"
+    assert unicodedata.normalize("NFC", rows[("nfd", "latin")]["passage"]).startswith("Le café"), "shown as written in the document"
+    assert result.stage.index().summary()["e"] == {"items": 4, "indexed": 4, "skipped": 0, "grams": rows[("zh", "zh")]["item_grams"]
+                                                   + len(ref_words(LATIN)) - 12 + len(ref_words(JAPANESE)) - 12 + 1}
