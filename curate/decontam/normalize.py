@@ -176,7 +176,7 @@ def word_hashes(texts: pa.Array) -> Words:
     return Words(*out, bounds)
 
 
-@nb.njit(cache=True, inline="always")
+@nb.njit(cache=True)
 def _put(out_hash, out_start, out_end, count, h, start, end, fill):
     if fill:
         out_hash[count] = mix(h)
@@ -203,28 +203,40 @@ def _scan(data, offsets, kind, fold, multi_offsets, multi, multi_kind, bounds, o
             else:
                 cp, width = decode(data, p, end)
             k = kind[cp]
-            if k == SPACE:
+            if k == WORD:   # most code points: one more character of the word under way
+                if not in_word:
+                    in_word = True
+                    h = SEED
+                    w_start = p - base
+                h = (h ^ np.uint64(fold[cp])) * PRIME
+                w_end = p + width - base
+            elif k == SPACE:
+                if in_word:   # written out: a call here costs the whole loop a factor of two
+                    if fill:
+                        out_hash[count] = mix(h)
+                        out_start[count] = w_start
+                        out_end[count] = w_end
+                    count += 1
+                    in_word = False
+            elif k == ALONE:   # a word of its own: ends the word under way
                 if in_word:
                     count = _put(out_hash, out_start, out_end, count, h, w_start, w_end, fill)
                     in_word = False
-            elif k != DROP:
-                lo, hi = 0, 1
-                if k == MULTI:
-                    lo, hi = multi_offsets[fold[cp]], multi_offsets[fold[cp] + 1]
-                for j in range(lo, hi):
-                    c, ck = (multi[j], multi_kind[j]) if k == MULTI else (fold[cp], k)
-                    if ck == ALONE:   # a word of its own: ends the word under way
+                count = _put(out_hash, out_start, out_end, count, (SEED ^ np.uint64(fold[cp])) * PRIME, p - base, p + width - base, fill)
+            elif k == MULTI:
+                for j in range(multi_offsets[fold[cp]], multi_offsets[fold[cp] + 1]):
+                    if multi_kind[j] == ALONE:
                         if in_word:
                             count = _put(out_hash, out_start, out_end, count, h, w_start, w_end, fill)
                             in_word = False
-                        count = _put(out_hash, out_start, out_end, count, (SEED ^ np.uint64(c)) * PRIME, p - base, p + width - base, fill)
+                        count = _put(out_hash, out_start, out_end, count, (SEED ^ np.uint64(multi[j])) * PRIME, p - base,
+                                     p + width - base, fill)
                     else:
                         if not in_word:
                             in_word = True
                             h = SEED
                             w_start = p - base
-                        h ^= np.uint64(c)
-                        h *= PRIME
+                        h = (h ^ np.uint64(multi[j])) * PRIME
                         w_end = p + width - base
             p += width
         if in_word:
