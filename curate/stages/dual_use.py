@@ -21,7 +21,7 @@ import pyarrow.compute as pc
 
 from curate.config.pipeline import canonical_json
 from curate.config.schema import Field, check_mapping
-from curate.errors import ConfigError
+from curate.errors import ConfigError, CurateError
 from curate.dualuse import Blocklist, demo_terms_path
 from curate.dualuse.decide import DECISIONS, decide, read_scores, score_escalated
 from curate.io import fs
@@ -81,7 +81,12 @@ class DualUseStage(ShardStage):
         return None if m is None else model_choice("dual_use", {**m, "sources": None, "standin": None})
 
     def preflight(self) -> None:
-        Blocklist.from_file(self.terms_path())  # a missing or empty term file fails here, in one line
+        try:
+            Blocklist.from_file(self.terms_path())  # a missing, unreadable or empty term file fails here, in one line
+        except ConfigError:
+            raise
+        except CurateError as exc:   # a file the pipeline names: exit 2, as eval sets and models
+            raise ConfigError(self.pipeline.file, f"stages.{self.name}.terms", str(exc)) from None
         model = self.model()
         if model is None:
             return

@@ -232,8 +232,42 @@ def test_configuration_errors_are_one_line_before_any_work(tmp_path, planted, ca
     assert run_cli(f, "--output", tmp_path / "run", "--inline", "-q") == 2
     assert capsys.readouterr().err.strip().endswith("stages.decontaminate.sets.a:b: a set's name goes into ledger reasons: no ':' or ','")
     f = pipeline(tmp_path, {"qa": {**sets["qa"], "path": str(tmp_path / "missing.jsonl")}}, docs)
-    assert run_cli(f, "--output", tmp_path / "run", "--inline", "-q") == 1
-    assert capsys.readouterr().err.strip().splitlines()[-1] == f"curate: error: eval set 'qa': {tmp_path / 'missing.jsonl'}: not found"
+    assert run_cli(f, "--output", tmp_path / "run", "--inline", "-q") == 2
+    assert capsys.readouterr().err.strip().splitlines()[-1] == \
+        f"curate: error: {f}: stages.decontaminate.sets.qa.path: {tmp_path / 'missing.jsonl'}: not found"
+    assert not (tmp_path / "run" / "docs").exists()
+
+
+def test_unreadable_eval_sets_are_one_line_and_exit_2(tmp_path, planted, capsys, monkeypatch):
+    """A truncated file, a Hub path offline, an s3 path without s3fs: one line naming the set, before any work."""
+    import gzip
+    import subprocess
+    import sys
+
+
+    from conftest import env_with, run_cli
+
+    sets, docs = planted
+    whole = gzip.compress(open(sets["qa"]["path"], "rb").read() * 50)
+    (tmp_path / "cut.jsonl.gz").write_bytes(whole[:len(whole) // 2])
+    f = pipeline(tmp_path, {"qa": {**sets["qa"], "path": str(tmp_path / "cut.jsonl.gz")}}, docs)
+    assert run_cli(f, "--output", tmp_path / "run", "--inline", "-q") == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == [f"curate: error: {f}: stages.decontaminate.sets.qa.path: {tmp_path / 'cut.jsonl.gz'}: the gzip stream ends early "
+                   "(a truncated file)"]
+    f = pipeline(tmp_path, {"mmlu": {"path": "s3://evals/mmlu.parquet"}}, docs)
+    monkeypatch.setitem(sys.modules, "s3fs", None)   # s3fs not installed
+    monkeypatch.delitem(sys.modules["fsspec.registry"]._registry, "s3", raising=False)
+    assert run_cli(f, "--output", tmp_path / "run", "--inline", "-q") == 2
+    [line] = capsys.readouterr().err.strip().splitlines()
+    assert line.startswith(f"curate: error: {f}: stages.decontaminate.sets.mmlu.path: s3://evals/mmlu.parquet: cannot be read: "
+                           "ImportError: ") and "s3fs" in line
+    f = pipeline(tmp_path, {"hub": {"path": "hf://datasets/cais/mmlu/all/test.parquet"}}, docs)
+    done = subprocess.run([sys.executable, "-m", "curate", "run", str(f), "--output", str(tmp_path / "run"), "--inline", "-q"],
+                          env=env_with(HF_HUB_OFFLINE=1, HF_HOME=tmp_path / "hf"), capture_output=True, text=True, timeout=120)
+    assert done.returncode == 2 and len(done.stderr.strip().splitlines()) == 1, done.stderr
+    assert done.stderr.startswith(f"curate: error: {f}: stages.decontaminate.sets.hub.path: hf://datasets/cais/mmlu/all/test.parquet: "
+                                  "cannot be read: ") and "offline" in done.stderr
     assert not (tmp_path / "run" / "docs").exists()
 
 
