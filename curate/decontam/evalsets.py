@@ -12,11 +12,12 @@ segment each. An item's id is its `id` field, else its row number in the file (0
 (a flag names its item by id: two items of one id are refused).
 
 A JSONL file may be gzip or zstd compressed (sniffed from its bytes, whatever its name), start with a byte-order
-mark and hold any character inside its strings (lines end at "\n" only, not at U+2028). It is streamed, and a set
-that inflates to more than `max_mb` is refused (a decompression bomb), as is a Parquet file whose row groups say
-they are larger. A line that is JSON but not an object (a list, a number) is skipped with a warning. Every
-problem with a set (not found, unreachable, truncated, not JSON, no text) is one line naming the pipeline file
-and the set's option, exit code 2.
+mark and hold any character inside its strings (lines end at a line feed only, not at U+2028). It is streamed, and a set
+that inflates to more than `max_mb` (256) is refused (a decompression bomb), as is a Parquet file whose row groups
+or decoded batches are larger, and a set of more than `max_items` (1,000,000) items: what a set costs in memory is
+bounded by these two (about 0.4 KB per item besides its text). A line that is JSON but not an object (a list, a
+number) is skipped with a warning. Every problem with a set (not found, unreachable, truncated, not JSON, no text)
+is one line naming the pipeline file and the set's option, exit code 2.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 import pyarrow.parquet as pq
@@ -46,8 +48,10 @@ FIELDS = {"passage": Field((str,), default="passage", nullable=True, doc="a long
 SET_OPTIONS = {"path": Field((str,), doc="a JSONL (.jsonl, .jsonl.gz) or Parquet file, local or fsspec URI"),
                "format": Field((str,), default=None, nullable=True, choices=["jsonl", "parquet"], doc="default: from the suffix"),
                "fields": Field((dict,), default=dict, keys=FIELDS),
-               "max_mb": Field((int,), default=512, min=1, max=1 << 20, doc="refuse a set that inflates to more than this (a "
-                                                                            "decompression bomb)")}
+               "max_mb": Field((int,), default=256, min=1, max=1 << 20, doc="refuse a set that inflates to more than this (a "
+                                                                            "decompression bomb)"),
+               "max_items": Field((int,), default=1_000_000, min=1, max=1 << 40, doc="refuse a set of more items than this (each "
+                                                                                     "costs memory, however short)")}
 
 
 @dataclass(frozen=True)
@@ -71,7 +75,11 @@ def load_set(name: str, spec: dict, file: str = "", key: str | None = None) -> l
     fields = {**{k: f.default for k, f in FIELDS.items()}, **(spec.get("fields") or {})}
     get = {k: field_getter(v) for k, v in fields.items() if v}
     items, seen = [], {}
+    most = spec.get("max_items") or SET_OPTIONS["max_items"].default
     for row, (where, record) in enumerate(records):
+        if row == most:
+            raise ConfigError(file, f"{key}.max_items", f"{path} has more than {most:,} items; raise {key}.max_items if the set "
+                                                        "is really this large")
         segments = _segments({k: g(record) for k, g in get.items() if k != "id"})
         item_id = get["id"](record) if "id" in get else None
         item_id = str(row) if item_id is None else str(item_id)
@@ -112,15 +120,13 @@ def _strings(value) -> list[str]:
     return []
 
 
-def _records(path: str, kind: str, limit: int, file: str, key: str) -> list[tuple[str, dict]]:
-    """(where, record) of every record: JSONL objects by line number, Parquet rows by row number."""
+def _records(path: str, kind: str, limit: int, file: str, key: str) -> Iterator[tuple[str, dict]]:
+    """(where, record) of every record, streamed: JSONL objects by line number, Parquet rows by row number."""
     if "://" not in path and not os.path.exists(path):
         raise ConfigError(file, f"{key}.path", f"{path}: not found")
     try:
         with fs.open_input(path) as handle:
-            if kind == "parquet":
-                return _parquet(handle, limit)
-            return _jsonl(handle, path, limit, file, key)
+            yield from _parquet(handle, limit) if kind == "parquet" else _jsonl(handle, path, limit, file, key)
     except ConfigError:
         raise
     except FileNotFoundError:
@@ -138,37 +144,38 @@ def _records(path: str, kind: str, limit: int, file: str, key: str) -> list[tupl
         raise ConfigError(file, f"{key}.path", f"{path}: cannot be read: {cause}") from None
 
 
-def _parquet(handle, limit: int) -> list[tuple[str, dict]]:
+def _parquet(handle, limit: int) -> Iterator[tuple[str, dict]]:
     """Refused by its row groups' sizes before any is read, and by what it decodes to (dictionary pages can inflate
     past what they say) a batch at a time."""
     parquet = pq.ParquetFile(handle)
     meta = parquet.metadata
     if sum(meta.row_group(i).total_byte_size for i in range(meta.num_row_groups)) > limit:
         raise TooLarge()
-    out, size = [], 0
+    size, row = 0, 0
     for batch in parquet.iter_batches(batch_size=1024):
         size += batch.nbytes
         if size > limit:
             raise TooLarge()
-        out += batch.to_pylist()
-    return [(f"row {i}", r) for i, r in enumerate(out)]
+        for record in batch.to_pylist():
+            yield f"row {row}", record
+            row += 1
 
 
-def _jsonl(handle, path: str, limit: int, file: str, key: str) -> list[tuple[str, dict]]:
-    out, skipped = [], []
+def _jsonl(handle, path: str, limit: int, file: str, key: str) -> Iterator[tuple[str, dict]]:
+    skipped, first = 0, None
     for line_no, line in _lines(inflate(handle, limit)):
         try:
             record = json.loads(line.decode("utf-8", errors="replace"))
         except ValueError as exc:
             raise ConfigError(file, f"{key}.path", f"{path} line {line_no}: not JSON ({exc})") from None
         if isinstance(record, dict):
-            out.append((f"line {line_no}", record))
+            yield f"line {line_no}", record
         else:
-            skipped.append((line_no, type(record).__name__))
+            skipped += 1
+            first = first or (line_no, type(record).__name__)
     if skipped:
-        log.warning("eval set %s (%s): %d line%s not a JSON object, skipped (line %d: a %s)", key, path, len(skipped),
-                    "s are" if len(skipped) > 1 else " is", *skipped[0])
-    return out
+        log.warning("eval set %s (%s): %d line%s not a JSON object, skipped (line %d: a %s)", key, path, skipped,
+                    "s are" if skipped > 1 else " is", *first)
 
 
 def _lines(pieces):

@@ -117,3 +117,10 @@ def test_duplicate_ids_and_truncated_files_are_refused_in_one_line(tmp_path):
     (tmp_path / "t.jsonl.gz").write_bytes(whole[:len(whole) // 2])
     with pytest.raises(ConfigError, match=r"^sets.t.path: .*t.jsonl.gz: the gzip stream ends early \(a truncated file\)$"):
         load_set("t", {"path": str(tmp_path / "t.jsonl.gz")})
+
+
+def test_a_set_of_more_items_than_max_items_is_refused(tmp_path):
+    (tmp_path / "many.jsonl").write_text("".join(json.dumps({"question": f"q {i}"}) + "\n" for i in range(11)))
+    with pytest.raises(ConfigError, match=r"^sets.m.max_items: .*many.jsonl has more than 10 items; raise sets.m.max_items "):
+        load_set("m", {"path": str(tmp_path / "many.jsonl"), "max_items": 10})
+    assert len(load_set("m", {"path": str(tmp_path / "many.jsonl"), "max_items": 11})) == 11
