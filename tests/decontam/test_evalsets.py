@@ -58,10 +58,14 @@ def ids_and_segments(items):
     return [(i.id, i.segments) for i in items]
 
 
-def test_valid_jsonl_is_read_whatever_its_line_separators_mark_or_compression(tmp_path, caplog):
+def test_valid_jsonl_is_read_whatever_its_line_separators_mark_or_compression(tmp_path, caplog, monkeypatch):
     import gzip
+    import logging
 
     import zstandard
+
+    monkeypatch.setattr(logging.getLogger("curate"), "propagate", True)   # a CLI run in this process may have stopped it
+    caplog.set_level(logging.WARNING, logger="curate")
 
     records = [{"id": "a", "question": "first\u2028line\u2029para"}, {"id": "b", "question": "second"}]
     text = "\ufeff" + "".join(json.dumps(r, ensure_ascii=False) + "\r\n" for r in records) + "[1, 2]\n7\n"
