@@ -25,6 +25,7 @@ from curate.errors import ConfigError, CurateError
 from curate.dualuse import Blocklist, demo_terms_path
 from curate.dualuse.decide import DECISIONS, decide, read_scores, score_escalated
 from curate.io import fs
+from curate.models.spec import describe, one_line
 from curate.io.parquet import ParquetSink, read_table, write_table
 from curate.rundir import DualUseRecord
 from curate.rundir.tables import DocumentSchema, SourceSink
@@ -66,8 +67,8 @@ class DualUseStage(ShardStage):
             return path
         try:
             return fs.local_copy(path)
-        except OSError as exc:
-            raise ConfigError(self.pipeline.file, f"stages.{self.name}.terms", f"cannot read {path}: {exc}") from None
+        except Exception as exc:  # noqa: BLE001 - no s3fs, no credentials, offline: the one line a user reads
+            raise ConfigError(self.pipeline.file, f"stages.{self.name}.terms", f"cannot read {path}: {one_line(describe(exc))}") from None
 
     @classmethod
     def validate_options(cls, options, sources, file, key):
