@@ -21,7 +21,7 @@ class ConfigError(CurateError):
 
     def __init__(self, file: str, key: str, message: str):
         self.file, self.key, self.message = file, key, message
-        where = f"{file}: {key}: " if key else f"{file}: "
+        where = "".join(f"{part}: " for part in (file, key) if part)
         super().__init__(where + message)
 
     def __reduce__(self):  # picklable, so it crosses from a Ray worker to the driver intact

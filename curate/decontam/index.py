@@ -21,7 +21,7 @@ import pyarrow as pa
 from curate.decontam.evalsets import EvalItem
 from curate.decontam.lookup import find_grams
 from curate.decontam.ngrams import P, gram_hashes, prefix_sums
-from curate.decontam.normalize import word_hashes
+from curate.decontam.normalize import NORMALIZATION, word_hashes
 
 MATCHES = pa.schema([("id", pa.string()), ("gram", pa.uint64()), ("k", pa.int16()), ("pos", pa.int32()),
                      ("start", pa.int32()), ("end", pa.int32())])
@@ -52,7 +52,7 @@ class EvalIndex:
         self.keys = np.unique(self.post_gram)
         self.lengths = tuple(sorted(lengths, reverse=True))
         self.item_set = np.array([sets.index(item.set) for item in items], dtype=np.int32)
-        self.fingerprint = hashlib.sha256(self.keys.tobytes() + repr(self.lengths).encode()).hexdigest()
+        self.fingerprint = hashlib.sha256(self.keys.tobytes() + repr((self.lengths, NORMALIZATION)).encode()).hexdigest()
         self._bitmap = None
 
     def __getstate__(self):

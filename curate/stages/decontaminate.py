@@ -64,6 +64,7 @@ class DecontaminateFacets(Facets):
 class DecontaminateStage(ShardStage):
     PRODUCES = ("contamination",)
     FACETS = DecontaminateFacets
+    VERSION = 2   # 2: text folded to NFKD without marks, case-folded; scripts without spaces split into characters
     REMOVES = True
     COLUMNS = ["id", "text"]
     OPTIONS = {
@@ -92,12 +93,13 @@ class DecontaminateStage(ShardStage):
     def index(self) -> EvalIndex:
         if getattr(self, "_index", None) is None:
             names = sorted(self.options["sets"])   # by name, whatever order the config was written or resolved in
-            items = [item for name in names for item in load_set(name, self.options["sets"][name])]
+            items = [item for name in names
+                     for item in load_set(name, self.options["sets"][name], self.pipeline.file, f"stages.{self.name}.sets.{name}")]
             self._index = EvalIndex(items, names, self.options["n"], self.options["min_short_words"])
         return self._index
 
     def preflight(self) -> None:
-        self.index()   # a missing or empty eval set fails here, in one line
+        self.index()   # a missing, unreachable, truncated or empty eval set fails here, in one line (exit 2)
 
     def reads(self, tasks, source):
         return {f"eval set {name} ({spec['path']})": file_identity(spec["path"]) for name, spec in self.options["sets"].items()}

@@ -21,10 +21,11 @@ import pyarrow.compute as pc
 
 from curate.config.pipeline import canonical_json
 from curate.config.schema import Field, check_mapping
-from curate.errors import ConfigError
+from curate.errors import ConfigError, CurateError
 from curate.dualuse import Blocklist, demo_terms_path
 from curate.dualuse.decide import DECISIONS, decide, read_scores, score_escalated
 from curate.io import fs
+from curate.models.spec import describe, one_line
 from curate.io.parquet import ParquetSink, read_table, write_table
 from curate.rundir import DualUseRecord
 from curate.rundir.tables import DocumentSchema, SourceSink
@@ -113,8 +114,8 @@ class DualUseStage(ShardStage):
             return path
         try:
             return fs.local_copy(path)
-        except OSError as exc:
-            raise ConfigError(self.pipeline.file, f"stages.{self.name}.terms", f"cannot read {path}: {exc}") from None
+        except Exception as exc:  # noqa: BLE001 - no s3fs, no credentials, offline: the one line a user reads
+            raise ConfigError(self.pipeline.file, f"stages.{self.name}.terms", f"cannot read {path}: {one_line(describe(exc))}") from None
 
     @classmethod
     def validate_options(cls, options, sources, file, key):
@@ -128,7 +129,12 @@ class DualUseStage(ShardStage):
         return None if m is None else model_choice("dual_use", {**m, "sources": None, "standin": None})
 
     def preflight(self) -> None:
-        Blocklist.from_file(self.terms_path())  # a missing or empty term file fails here, in one line
+        try:
+            Blocklist.from_file(self.terms_path())  # a missing, unreadable or empty term file fails here, in one line
+        except ConfigError:
+            raise
+        except CurateError as exc:   # a file the pipeline names: exit 2, as eval sets and models
+            raise ConfigError(self.pipeline.file, f"stages.{self.name}.terms", str(exc)) from None
         model = self.model()
         if model is None:
             return

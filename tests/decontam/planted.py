@@ -99,16 +99,31 @@ def make(tmp) -> tuple[dict, dict]:
 
 # ---- the independent reference ------------------------------------------------------------------
 
+UNSPACED_NAMES = ("CJK ", "KANGXI ", "HIRAGANA ", "KATAKANA", "HALFWIDTH KATAKANA", "BOPOMOFO ", "THAI ", "LAO ", "KHMER ",
+                  "MYANMAR ", "TIBETAN ", "YI ", "IDEOGRAPHIC ", "HANGZHOU ", "VERTICAL KANA", "VERTICAL IDEOGRAPHIC", "MASU ")
+
+
 def ref_words(text: str) -> list[str]:
+    """The documented rules, on whole strings: split at whitespace; every other character -> NFKD, casefold, NFKD,
+    keeping letters, numbers and spacing marks; a character of a script without spaces is a word of its own."""
     words, word = [], ""
     for ch in text:
         if ch.isspace():
             if word:
                 words.append(word)
             word = ""
-        elif unicodedata.category(ch)[0] in "LMN":
-            low = ch.lower()
-            word += low if len(low) == 1 else ch
+            continue
+        for c in unicodedata.normalize("NFKD", unicodedata.normalize("NFKD", ch).casefold()):
+            category = unicodedata.category(c)
+            if category[0] not in "LN" and category != "Mc":
+                continue
+            if unicodedata.name(c, "").startswith(UNSPACED_NAMES):
+                if word:
+                    words.append(word)
+                words.append(c)
+                word = ""
+            else:
+                word += c
     return words + ([word] if word else [])
 
 

@@ -232,8 +232,42 @@ def test_configuration_errors_are_one_line_before_any_work(tmp_path, planted, ca
     assert run_cli(f, "--output", tmp_path / "run", "--inline", "-q") == 2
     assert capsys.readouterr().err.strip().endswith("stages.decontaminate.sets.a:b: a set's name goes into ledger reasons: no ':' or ','")
     f = pipeline(tmp_path, {"qa": {**sets["qa"], "path": str(tmp_path / "missing.jsonl")}}, docs)
-    assert run_cli(f, "--output", tmp_path / "run", "--inline", "-q") == 1
-    assert capsys.readouterr().err.strip().splitlines()[-1] == f"curate: error: eval set 'qa': {tmp_path / 'missing.jsonl'}: not found"
+    assert run_cli(f, "--output", tmp_path / "run", "--inline", "-q") == 2
+    assert capsys.readouterr().err.strip().splitlines()[-1] == \
+        f"curate: error: {f}: stages.decontaminate.sets.qa.path: {tmp_path / 'missing.jsonl'}: not found"
+    assert not (tmp_path / "run" / "docs").exists()
+
+
+def test_unreadable_eval_sets_are_one_line_and_exit_2(tmp_path, planted, capsys, monkeypatch):
+    """A truncated file, a Hub path offline, an s3 path without s3fs: one line naming the set, before any work."""
+    import gzip
+    import subprocess
+    import sys
+
+
+    from conftest import env_with, run_cli
+
+    sets, docs = planted
+    whole = gzip.compress(open(sets["qa"]["path"], "rb").read() * 50)
+    (tmp_path / "cut.jsonl.gz").write_bytes(whole[:len(whole) // 2])
+    f = pipeline(tmp_path, {"qa": {**sets["qa"], "path": str(tmp_path / "cut.jsonl.gz")}}, docs)
+    assert run_cli(f, "--output", tmp_path / "run", "--inline", "-q") == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == [f"curate: error: {f}: stages.decontaminate.sets.qa.path: {tmp_path / 'cut.jsonl.gz'}: the gzip stream ends early "
+                   "(a truncated file)"]
+    f = pipeline(tmp_path, {"mmlu": {"path": "s3://evals/mmlu.parquet"}}, docs)
+    monkeypatch.setitem(sys.modules, "s3fs", None)   # s3fs not installed
+    monkeypatch.delitem(sys.modules["fsspec.registry"]._registry, "s3", raising=False)
+    assert run_cli(f, "--output", tmp_path / "run", "--inline", "-q") == 2
+    [line] = capsys.readouterr().err.strip().splitlines()
+    assert line.startswith(f"curate: error: {f}: stages.decontaminate.sets.mmlu.path: s3://evals/mmlu.parquet: cannot be read: "
+                           "ImportError: ") and "s3fs" in line
+    f = pipeline(tmp_path, {"hub": {"path": "hf://datasets/cais/mmlu/all/test.parquet"}}, docs)
+    done = subprocess.run([sys.executable, "-m", "curate", "run", str(f), "--output", str(tmp_path / "run"), "--inline", "-q"],
+                          env=env_with(HF_HUB_OFFLINE=1, HF_HOME=tmp_path / "hf"), capture_output=True, text=True, timeout=120)
+    assert done.returncode == 2 and len(done.stderr.strip().splitlines()) == 1, done.stderr
+    assert done.stderr.startswith(f"curate: error: {f}: stages.decontaminate.sets.hub.path: hf://datasets/cais/mmlu/all/test.parquet: "
+                                  "cannot be read: ") and "offline" in done.stderr
     assert not (tmp_path / "run" / "docs").exists()
 
 
@@ -271,3 +305,38 @@ def test_ray_writes_what_inline_writes(tmp_path, planted):
     assert ray.returncode == 0, ray.stderr
     parts = ("kept", "ledger", "decontaminate")
     assert tree_digest(tmp_path / "ray", parts) == tree_digest(tmp_path / "inline", parts)
+
+
+# ---- Unicode forms and scripts without spaces ------------------------------------------------------
+
+LATIN = ("Le café où Zoë goûte une crème brûlée déjà servie à l'hôtel près du théâtre, naïve et sûre, "
+         "pendant que François écoute Noël chanter à l'église Saint-Étienne.")
+CHINESE = "中华人民共和国成立于一九四九年十月一日，首都北京是全国的政治和文化中心。"
+JAPANESE = "データベースのガイドラインについて詳しく説明します"
+SHORT_CHINESE = "北京是中国首都城市"      # 9 characters: fewer than n, at least min_short_words: matches only whole
+FULLWIDTH = {chr(c): chr(c + 0xFEE0) for c in range(0x21, 0x7F)} | {" ": "\u3000"}
+
+
+def test_unicode_forms_and_scripts_without_spaces_match(run_stage, tmp_path):
+    import unicodedata
+
+    items = [{"id": "latin", "passage": unicodedata.normalize("NFC", LATIN)}, {"id": "zh", "passage": CHINESE},
+             {"id": "ja", "question": JAPANESE}, {"id": "zh-short", "question": SHORT_CHINESE}]
+    (tmp_path / "e.jsonl").write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in items), encoding="utf-8")
+    docs = {"web": [
+        {"id": "nfd", "text": "Un article. " + unicodedata.normalize("NFD", LATIN) + " Fin."},
+        {"id": "fullwidth", "text": "".join(FULLWIDTH.get(c, c) for c in LATIN.upper())},
+        {"id": "zh", "text": "新闻报道：" + CHINESE.replace("，", " ") + "以上。"},
+        {"id": "ja-halfwidth", "text": "今日は" + "ﾃﾞｰﾀﾍﾞｰｽのｶﾞｲﾄﾞﾗｲﾝについて詳しく説明します" + "。"},
+        {"id": "zh-short", "text": "大家都知道北京是中国首都城市吧"},
+        {"id": "zh-short-cut", "text": "大家都知道北京是中国首都吧"},
+        {"id": "unrelated", "text": "Une autre page, sans rapport, 一些无关的文字。"}]}
+    result = run_stage("decontaminate", {"sets": {"e": {"path": str(tmp_path / "e.jsonl")}}, **OPTS, "action": "report"}, docs=docs)
+    rows = {(r["id"], r["item"]): r for r in result.table(result.stage.name).to_pylist()}
+    assert {k for k, r in rows.items() if r["flagged"]} == {("nfd", "latin"), ("fullwidth", "latin"), ("zh", "zh"),
+                                                            ("ja-halfwidth", "ja"), ("zh-short", "zh-short")}
+    assert all(rows[k]["overlap"] == 1.0 for k in [("nfd", "latin"), ("fullwidth", "latin"), ("zh", "zh"), ("ja-halfwidth", "ja")])
+    assert rows[("zh", "zh")]["item_grams"] == len(ref_words(CHINESE)) - OPTS["n"] + 1, "Chinese grams are character 13-grams"
+    assert unicodedata.normalize("NFC", rows[("nfd", "latin")]["passage"]).startswith("Le café"), "shown as written in the document"
+    assert result.stage.index().summary()["e"] == {"items": 4, "indexed": 4, "skipped": 0, "grams": rows[("zh", "zh")]["item_grams"]
+                                                   + len(ref_words(LATIN)) - 12 + len(ref_words(JAPANESE)) - 12 + 1}

@@ -146,10 +146,22 @@ def test_the_stage_is_off_in_zyda2_until_enabled(sample_env):
     assert "dual_use" in [s.name for s in on.stages]
 
 
-def test_a_missing_term_file_fails_before_any_task(tmp_path, sample_dir, capsys):
+def test_a_missing_or_empty_term_file_fails_before_any_task_with_exit_2(tmp_path, sample_dir, capsys, monkeypatch):
     f = pipeline(tmp_path, sample_dir, "  dual_use: {terms: /no/such/terms.txt}\n")
-    assert run_cli(f, "--output", tmp_path / "run", "--inline", "-q") == 1
-    assert capsys.readouterr().err.strip().splitlines()[-1] == "curate: error: blocklist term file /no/such/terms.txt: not found"
+    assert run_cli(f, "--output", tmp_path / "run", "--inline", "-q") == 2
+    assert capsys.readouterr().err.strip().splitlines()[-1] == \
+        f"curate: error: {f}: stages.dual_use.terms: blocklist term file /no/such/terms.txt: not found"
+    (tmp_path / "empty.txt").write_text("# only a comment\n\n")
+    f = pipeline(tmp_path, sample_dir, f"  dual_use: {{terms: {tmp_path / 'empty.txt'}}}\n")
+    assert run_cli(f, "--output", tmp_path / "run", "--inline", "-q") == 2
+    assert capsys.readouterr().err.strip().splitlines() == \
+        [f"curate: error: {f}: stages.dual_use.terms: blocklist term file {tmp_path / 'empty.txt'}: no terms (only blank lines and # comments)"]
+    monkeypatch.setitem(sys.modules, "s3fs", None)   # s3fs not installed
+    monkeypatch.delitem(sys.modules["fsspec.registry"]._registry, "s3", raising=False)
+    f = pipeline(tmp_path, sample_dir, "  dual_use: {terms: 's3://lists/terms.txt'}\n")
+    assert run_cli(f, "--output", tmp_path / "run", "--inline", "-q") == 2
+    [line] = capsys.readouterr().err.strip().splitlines()
+    assert line.startswith(f"curate: error: {f}: stages.dual_use.terms: cannot read s3://lists/terms.txt: ImportError: ") and "s3fs" in line
     assert not (tmp_path / "run" / "docs").exists()
 
 
