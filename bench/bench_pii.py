@@ -28,7 +28,8 @@ import time
 
 import pyarrow as pa
 
-from curate.pii import apply_edits, build_kinds, find_spans, spans_by_id
+from curate.pii import build_kinds, find_spans
+from curate.rundir.edits import apply_edits, spans_by_id
 
 from inputs import dolma_texts, sample_texts  # noqa: E402  (bench/inputs.py)
 

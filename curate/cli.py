@@ -184,7 +184,7 @@ def _manifest(args) -> int:
 
 
 def _train_quality(args) -> int:
-    from curate.models.examples import texts_from
+    from curate.train_examples import texts_from
     from curate.models.train import threshold_lines, train_fasttext
 
     positive = [t for spec in args.positive for t in texts_from(spec, args.run, args.column, args.max_docs)]

@@ -15,7 +15,7 @@ from curate.io import fs
 from curate.rundir.enclosing import enclosing_run, resolved
 from curate.rundir.views import connect
 from curate.sql import quote
-from curate.sql_guard import read_only_statement
+from curate.common.sql_guard import read_only_statement
 
 
 def describe(con: duckdb.DuckDBPyConnection) -> str:

@@ -13,12 +13,12 @@ from pathlib import Path
 
 import yaml
 
-from curate.config.yaml_strict import load as strict_yaml
-from curate.config.yaml_strict import one_line
+from curate.common.yaml_strict import load as strict_yaml
+from curate.common.yaml_strict import one_line
 from curate.errors import ConfigError
 from curate.packaged import filters_dir
 from curate.sql import quote
-from curate.sql_guard import check_expression
+from curate.common.sql_guard import check_expression
 
 
 @dataclass(frozen=True)

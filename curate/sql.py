@@ -5,7 +5,7 @@ from __future__ import annotations
 import duckdb
 
 from curate.io import fs
-from curate.sql_guard import lock
+from curate.common.sql_guard import lock
 
 
 def connect(threads: int | None = 1, readable: tuple[str, ...] = ()) -> duckdb.DuckDBPyConnection:

@@ -17,7 +17,7 @@ import fnmatch
 from functools import lru_cache
 from typing import Mapping
 
-from curate.config.schema import check_mapping
+from curate.common.schema import check_mapping
 from curate.errors import ConfigError
 
 Files = list[tuple[str | None, list[str] | None]]   # (a file of the source, or None at load; its columns, None: unknown)
@@ -26,7 +26,7 @@ Files = list[tuple[str | None, list[str] | None]]   # (a file of the source, or 
 @lru_cache(maxsize=1024)
 def column_refs(predicate: str) -> tuple[str, ...]:
     """The columns `predicate` names (a struct field's column for `s.field`; `docs.x` is x), in order, once each."""
-    from curate.sql_guard import _parse
+    from curate.common.sql_guard import _parse
 
     tree = _parse(f"SELECT (\n{predicate}\n)")
     out: dict[str, None] = {}

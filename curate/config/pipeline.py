@@ -15,9 +15,9 @@ import yaml
 from curate.config.chain import check_chain, final_last
 from curate.config.derive import derive_defaults
 from curate.config.interpolate import interpolate
-from curate.config.schema import SEED_MAX, Field, check_finite, check_mapping, describe, suggest
-from curate.config.yaml_strict import AliasBombError, DuplicateKeyError, one_line
-from curate.config.yaml_strict import load as strict_yaml
+from curate.common.schema import SEED_MAX, Field, check_finite, check_mapping, describe, suggest
+from curate.common.yaml_strict import AliasBombError, DuplicateKeyError, one_line
+from curate.common.yaml_strict import load as strict_yaml
 from curate.errors import ConfigError
 
 RESERVED_STAGE_NAMES = {"kept"}

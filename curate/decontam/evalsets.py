@@ -30,7 +30,7 @@ from dataclasses import dataclass
 
 import pyarrow.parquet as pq
 
-from curate.config.schema import Field
+from curate.common.schema import Field
 from curate.errors import ConfigError
 from curate.io import fs
 from curate.io.auth import bucket_of, is_auth_failure

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from curate.rundir.records import Record
+from curate.common.record import Record
 
 
 @dataclass(frozen=True)

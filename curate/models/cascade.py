@@ -12,7 +12,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from curate.sql import connect, quote
-from curate.sql_guard import expression_error
+from curate.common.sql_guard import expression_error
 
 
 def decided_ids(scores: pa.Table, decides: str) -> pa.Array:

@@ -1,10 +1,8 @@
-"""PII redaction: which spans are addresses (patterns), finding them in Arrow batches (find), and the edits a
-later step applies to see the redacted text (`curate.rundir.edits`, shared by every text-editing stage; re-exported
-here). The `pii` stage (curate/stages/pii.py) ties them together on the editing template (curate/stages/edit.py)."""
+"""PII redaction: which spans are addresses (patterns) and finding them in Arrow batches (find). The `pii` stage
+(curate/stages/pii.py) records them on the text-editing template (curate/stages/edit.py); a later step applies
+them through `curate.rundir.edits` (`apply_spans` re-applies them to an original)."""
 
-from curate.rundir.edits import EDITS, apply_edits, apply_spans, apply_steps, read_spans, spans_by_id
 from curate.pii.find import find_spans
 from curate.pii.patterns import DEFAULT_PLACEHOLDERS, KINDS, build_kinds
 
-__all__ = ["DEFAULT_PLACEHOLDERS", "EDITS", "KINDS", "apply_edits", "apply_spans", "apply_steps", "build_kinds", "find_spans", "read_spans",
-           "spans_by_id"]
+__all__ = ["DEFAULT_PLACEHOLDERS", "KINDS", "build_kinds", "find_spans"]

@@ -72,7 +72,7 @@ def apply_duplicates(parts: list[str], docs: str, ledger: str, rows_read: int, s
         keep[dups.column("row").to_numpy()] = False
         write_table(docs, table.filter(pa.array(keep)), plain=DOCS_PLAIN)
     ids, rows, first = (dups.column(c).to_pylist() for c in ("id", "row", "first_input"))
-    from curate.rundir import ledger_table, write_ledger
+    from curate.common.ledger import ledger_table, write_ledger
 
     extra = ledger_table(source, stage, [f"{i}#dup@{relative}" for i in ids], ["bad_record:duplicate_id"] * len(ids),
                          [f"{relative} row {r}: id {i!r} already seen in {f}" for i, r, f in zip(ids, rows, first)])

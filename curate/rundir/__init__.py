@@ -6,7 +6,7 @@ a later step reads them. Nothing here knows a stage class.
 
 from curate.rundir.accounting import aggregate
 from curate.rundir.layout import RunDir
-from curate.rundir.ledger import LEDGER_SCHEMA, ledger_table, write_ledger
+from curate.common.ledger import LEDGER_SCHEMA, ledger_table, write_ledger
 from curate.rundir.records import (ClassifyRecord, DedupRecord, DualUseRecord, EditsRecord, IngestRecord, MinhashRecord, MixRecord, PackRecord,
                                    TokenizerRecord)
 

@@ -6,17 +6,9 @@ builds or imports that stage.
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import dataclass, field
 
-
-class Record:
-    def to_json(self) -> dict:
-        return asdict(self)
-
-    @classmethod
-    def from_json(cls, value: dict):
-        names = {f.name for f in fields(cls)}
-        return cls(**{k: v for k, v in value.items() if k in names})
+from curate.common.record import Record
 
 
 @dataclass(frozen=True)

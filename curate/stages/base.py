@@ -5,7 +5,7 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 
 from curate.config.pipeline import Pipeline
-from curate.config.schema import Field
+from curate.common.schema import Field
 from curate.rundir import RunDir
 from curate.stages.facets import Facets
 from curate.stages.phase import PhaseRunner, Task

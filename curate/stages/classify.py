@@ -21,7 +21,7 @@ from curate.models.cascade import check_predicate, combine, decided_ids, removed
 from curate.models.overlap import scored_batches
 from curate.stages.model_choice import MODEL_OPTIONS, ModelChoice, choose_models
 from curate.config.pipeline import canonical_json
-from curate.config.schema import Field
+from curate.common.schema import Field
 from curate.errors import ConfigError
 from curate.io import fs
 from curate.io.parquet import ParquetSink, read_table

@@ -18,7 +18,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from curate.config.schema import COUNT_MAX, Field
+from curate.common.schema import COUNT_MAX, Field
 from curate.decontam.decide import decide
 from curate.decontam.evalsets import SET_OPTIONS, load_set
 from curate.decontam.index import MATCHES, EvalIndex, doc_counts

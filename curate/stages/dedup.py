@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import logging
 
-from curate.config.schema import COUNT_MAX, Field
+from curate.common.schema import COUNT_MAX, Field
 from curate.dedup import alarms
 from curate.dedup.graph import GraphDir
 from curate.dedup.policy import POLICIES

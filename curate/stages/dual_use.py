@@ -20,7 +20,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from curate.config.pipeline import canonical_json
-from curate.config.schema import Field, check_mapping
+from curate.common.schema import Field, check_mapping
 from curate.errors import ConfigError, CurateError
 from curate.dualuse import Blocklist, demo_terms_path
 from curate.dualuse.decide import DECISIONS, decide, read_scores, score_escalated

@@ -15,7 +15,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import xxhash
 
-from curate.config.schema import Field
+from curate.common.schema import Field
 from curate.dedup import nodes
 from curate.dedup.graph import GraphDir
 from curate.dedup.layout import PartitionedSink, partitions_for, shard_tag

@@ -20,12 +20,12 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from curate.config.chain import keyed_steps
-from curate.config.schema import Field
+from curate.common.schema import Field
 from curate.errors import ConfigError
 from curate.io import fs
 from curate.recipes import Rule, load_recipe, reason_sql
 from curate.sql import connect, quote
-from curate.sql_guard import check_expression
+from curate.common.sql_guard import check_expression
 from curate.stages.facets import Facets
 from curate.stages.registry import STAGES, stage
 from curate.stages.shard import Output, ShardRef, ShardStage, removals

@@ -11,7 +11,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from curate.config.schema import Field
+from curate.common.schema import Field
 from curate.rundir import EditsRecord
 from curate.stages.edit import EditFacets, EditStage, edit_counts, spans
 from curate.stages.registry import stage

@@ -15,7 +15,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from curate.config.schema import SEED_MAX, Field
+from curate.common.schema import SEED_MAX, Field
 from curate.dedup import nodes
 from curate.dedup.bands import choose_bands, format_s_curve
 from curate.dedup.layout import partitions_for, shard_numbers, shard_tag

@@ -18,7 +18,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from curate.config.pipeline import canonical_json
-from curate.config.schema import SEED_MAX, Field
+from curate.common.schema import SEED_MAX, Field
 from curate.errors import ConfigError, CurateError
 from curate.rundir import MixRecord
 from curate.stages.phase import Phase

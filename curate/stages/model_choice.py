@@ -11,7 +11,7 @@ import os
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, replace
 
-from curate.config.schema import Field
+from curate.common.schema import Field
 from curate.io import fs
 from curate.models.spec import KINDS, WINDOWS, ModelLoadError, ModelSpec
 from curate.stages.resources import RESOURCE_OPTIONS, Resources

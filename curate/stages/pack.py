@@ -17,7 +17,7 @@ from functools import partial
 
 import numpy as np
 
-from curate.config.schema import SEED_MAX, Field
+from curate.common.schema import SEED_MAX, Field
 from curate.io import fs
 from curate.rundir import PackRecord, TokenizerRecord
 from curate.rundir.layout import ACCOUNTING

@@ -18,7 +18,7 @@ import re
 
 import pyarrow as pa
 
-from curate.config.schema import Field
+from curate.common.schema import Field
 from curate.errors import ConfigError
 from curate.pii.find import find_spans
 from curate.pii.patterns import KINDS, build_kinds

@@ -5,7 +5,7 @@ from __future__ import annotations
 import contextlib
 from dataclasses import dataclass
 
-from curate.config.schema import Field
+from curate.common.schema import Field
 
 RESOURCE_OPTIONS = {
     "num_cpus": Field((float,), default=1.0, min=0.0, max=4096.0),

@@ -12,7 +12,7 @@ import orjson
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from curate.config.schema import Field
+from curate.common.schema import Field
 from curate.io import fs
 from curate.io.parquet import ParquetSink
 from curate.rundir.tables import SourceSink

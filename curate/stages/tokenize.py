@@ -13,7 +13,7 @@ from __future__ import annotations
 import numpy as np
 import pyarrow as pa
 
-from curate.config.schema import Field
+from curate.common.schema import Field
 from curate.io.parquet import ParquetSink
 from curate.rundir.tables import SourceSink
 from curate.rundir import MixRecord, TokenizerRecord

@@ -5,7 +5,7 @@ import pytest
 
 from curate import load_pipeline
 from curate.config.pipeline import TOP_KEYS
-from curate.config.schema import Field, numeric
+from curate.common.schema import Field, numeric
 from curate.errors import ConfigError
 from curate.stages.registry import STAGES
 

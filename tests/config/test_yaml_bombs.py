@@ -6,8 +6,8 @@ import pytest
 from conftest import run_cli
 from curate import load_pipeline
 from curate.config.pipeline import parse_override
-from curate.config import yaml_strict
-from curate.config.yaml_strict import load
+from curate.common import yaml_strict
+from curate.common.yaml_strict import load
 from curate.errors import ConfigError
 
 PIPELINE = """

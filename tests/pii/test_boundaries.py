@@ -8,7 +8,8 @@ import random
 import pyarrow as pa
 import pytest
 
-from curate.pii import apply_spans, build_kinds, find_spans
+from curate.pii import build_kinds, find_spans
+from curate.rundir.edits import apply_spans
 from curate.pii.find import matches
 from curate.pii.patterns import PHONE, width
 

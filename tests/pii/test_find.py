@@ -8,7 +8,8 @@ import re
 import pyarrow as pa
 import pytest
 
-from curate.pii import DEFAULT_PLACEHOLDERS, apply_edits, apply_spans, build_kinds, find_spans, spans_by_id
+from curate.pii import DEFAULT_PLACEHOLDERS, build_kinds, find_spans
+from curate.rundir.edits import apply_edits, apply_spans, spans_by_id
 
 E, I4, I6 = "<E>", "<I4>", "<I6>"   # one placeholder per kind, so the expected text is written out
 KINDS = build_kinds(["email", "ipv4", "ipv6"], {}, {"email": E, "ipv4": I4, "ipv6": I6}, True, [])

@@ -10,7 +10,7 @@ import pytest
 import ray.cloudpickle
 
 from curate import load_pipeline
-from curate.config.schema import Field
+from curate.common.schema import Field
 from curate.errors import StageError
 from curate.runner.progress import Progress
 from curate.runner.run import run_pipeline

@@ -8,7 +8,7 @@ import pyarrow.compute as pc
 import pytest
 
 from conftest import run_cli
-from curate.config.schema import Field
+from curate.common.schema import Field
 from curate.query import query
 from curate.rundir.tables import SourceSink
 from curate.stages.registry import stage

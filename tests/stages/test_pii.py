@@ -13,7 +13,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from curate.errors import ConfigError
-from curate.pii import apply_spans
+from curate.rundir.edits import apply_spans
 
 from conftest import ZYDA2, env_with, kill_9_when, run_cli, tree_digest
 

@@ -28,7 +28,7 @@ def texts_from(spec: str, runs: list[str], column: str = "text", limit: int | No
 
 def _from_query(sql: str, runs: list[str]) -> list[str]:
     from curate.rundir.views import connect
-    from curate.sql_guard import read_only_statement
+    from curate.common.sql_guard import read_only_statement
 
     if not runs:
         raise CurateError(f"examples given as SQL need --run RUN (the run whose views it reads): {sql!r}")
