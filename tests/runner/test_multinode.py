@@ -28,6 +28,8 @@ from pathlib import Path
 
 import pytest
 
+pytestmark = pytest.mark.slow  # clusters of several nodes
+
 pytest.importorskip("moto.server")
 pytest.importorskip("s3fs")
 

@@ -34,6 +34,7 @@ def test_workers_1_2_and_inline_threaded_or_serial_give_byte_identical_outputs(s
     assert tree_digest(tmp_path / "w2") == reference
 
 
+@pytest.mark.slow  # kill -9
 def test_driver_killed_with_sigkill_resumes_to_identical_outputs(sample_env, tmp_path):
     run = tmp_path / "run"
     cmd = [sys.executable, "-m", "curate", "run", str(ZYDA2), "--output", str(run), "--workers", "1", "-q",

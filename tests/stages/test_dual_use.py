@@ -153,6 +153,7 @@ def test_a_missing_term_file_fails_before_any_task(tmp_path, sample_dir, capsys)
     assert not (tmp_path / "run" / "docs").exists()
 
 
+@pytest.mark.slow  # kill -9
 def test_kill_9_mid_dual_use_resumes_to_identical_outputs(tmp_path, sample_dir):
     f = pipeline(tmp_path, sample_dir, DUAL_USE.format(sample=sample_dir))
     run = tmp_path / "run"
