@@ -9,6 +9,7 @@ import shutil
 import signal
 import subprocess
 import time
+from collections import ChainMap
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -132,19 +133,20 @@ def run_stage(tmp_path):
 
     Writes the docs as an ingest step would (no reader runs), loads a pipeline of `ingest`, the `before`
     steps and the stage (so the options are validated, the chain checked and derived defaults resolved), runs
-    each step after ingest inline, asserts the accounting identity of each, and returns the last. A class
-    (a stage written in a test) is registered for this run only, under its KIND."""
+    each step after ingest inline (built by the runner's `build_stages`), asserts the accounting identity of
+    each, and returns the last. A class (a stage written in a test) is registered for this run only, under its KIND."""
     from curate.config.pipeline import validate
     from curate.rundir import IngestRecord
     from curate.runner.phaserunner import PhaseRunner
     from curate.runner.progress import Progress
+    from curate.runner.run import build_stages
     from curate.stages import STAGES
 
     def run_stage(stage, options: dict | None = None, docs: dict | None = None, before=(), shard_rows: int = 1000,
                   batch_rows: int = 8192, sample: bool = False) -> StageRun:
         run = RunDir(str(tmp_path / "run"))
         steps = [*before, (stage, options or {})]
-        registry = dict(STAGES)
+        registry = ChainMap({}, STAGES)  # the test's own classes over the registry (built-in modules load on use)
         stages_cfg, names = {"ingest": {}}, []
         for i, (kind, opts) in enumerate(steps):
             if isinstance(kind, type):
@@ -160,16 +162,12 @@ def run_stage(tmp_path):
                              "execution": {"batch_rows": batch_rows}, "stages": stages_cfg}, str(tmp_path / "unit.yaml"), registry)
         run.publish("ingest", IngestRecord(write_docs(run, docs, shard_rows)))
         runner = PhaseRunner(run, Progress(quiet=True), True, None, 1, 0, None)
-        removing, last = [], None
-        for cfg in pipeline.stages[1:]:
-            cls = registry[cfg.kind]
-            obj = cls(cfg.name, cfg.options, pipeline, run, list(removing), dict(cfg.upstream))
+        last = None
+        for obj in build_stages(pipeline, run, pipeline.stages[-1].name, registry)[1:]:  # as a run builds them
             tasks = obj.plan()
-            obj.execute(tasks, runner.for_stage(cfg.name, {}))
-            counts = run.markers(cfg.name)
-            assert_accounting(run, cfg.name, counts)
-            if cls.REMOVES or cls.EDITS:
-                removing.append(cfg.name)
+            obj.execute(tasks, runner.for_stage(obj.name, {}))
+            counts = run.markers(obj.name)
+            assert_accounting(run, obj.name, counts)
             last = StageRun(run, obj, counts)
         runner.close()
         return last

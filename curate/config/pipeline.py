@@ -15,7 +15,7 @@ import yaml
 from curate.config.chain import check_chain, final_last
 from curate.config.derive import derive_defaults
 from curate.config.interpolate import interpolate
-from curate.common.schema import SEED_MAX, Field, check_finite, check_mapping, describe, suggest
+from curate.common.schema import SEED_MAX, Field, check, check_finite, check_mapping, describe, suggest
 from curate.common.yaml_strict import AliasBombError, DuplicateKeyError, one_line
 from curate.common.yaml_strict import load as strict_yaml
 from curate.errors import ConfigError
@@ -26,7 +26,9 @@ STEP_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]{0,99}")
 
 def _formats():
     from curate.readers import FORMATS
+    from curate.readers.base import plugin_readers
 
+    plugin_readers()
     return sorted(FORMATS)
 
 
@@ -68,6 +70,8 @@ TOP_KEYS = {
     "sources": Field((dict,), item=Field((dict,), keys=SOURCE_KEYS)),
     "execution": Field((dict,), default=dict, keys=EXECUTION_KEYS),
     "stages": Field((dict,), doc="stage name -> options, in order"),
+    "plugins": Field((list,), default=None, nullable=True, item=Field((str,)),
+                     doc="modules to import before the stages are resolved (your own stages, readers); the pipeline file's folder is searched first"),
 }
 
 
@@ -181,6 +185,7 @@ def load_pipeline(path: str | os.PathLike, overrides: list[str] | None, stages: 
 
 def validate(raw: dict, file: str, registry: Mapping[str, type]) -> Pipeline:
     check_finite(raw, file)
+    load_plugins(raw, file)
     top = check_mapping(raw, TOP_KEYS, file, "")
     if not top["sources"]:
         raise ConfigError(file, "sources", "expected at least one source")
@@ -208,10 +213,19 @@ def validate(raw: dict, file: str, registry: Mapping[str, type]) -> Pipeline:
     check_chain(stages, registry, file, sources)
     derive_defaults(stages, registry, file, reads_sample(top["sample"], sources))
     execution = top["execution"]
-    resolved = {**top, "priority": priority,
+    resolved = {**{k: v for k, v in top.items() if k != "plugins" or v}, "priority": priority,
                 "stages": {s.name: {"use": s.kind, **({} if s.enabled else {"enabled": False}), **s.options} for s in steps}}
     return Pipeline(file=file, name=top["name"], output=top["output"], sample=top["sample"], priority=priority,
                     sources=sources, execution=execution, stages=stages, resolved=resolved)
+
+
+def load_plugins(raw: dict, file: str) -> None:
+    """Before any name is resolved: import the file's `plugins:` and installed packages' entry points, whose
+    modules register their stages, readers and token formats (`curate.plugins`)."""
+    from curate.plugins import import_modules, load_all
+
+    import_modules(check(raw.get("plugins"), TOP_KEYS["plugins"], file, "plugins") or [], file)
+    load_all()
 
 
 def _validate_stages(raw_stages: dict, sources: dict, file: str, registry: Mapping[str, type]) -> list[StageConfig]:

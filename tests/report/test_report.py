@@ -13,13 +13,14 @@ import fsspec
 import numpy as np
 import pytest
 
-from curate.report import browser, classify, dedup, dualuse, examples, funnel, languages, mixture, removals, signals, timing, write_report
+from curate.report import classify, dedup, dualuse, examples, funnel, languages, mixture, removals, signals, timing, write_report
 from curate.report.binning import make_bins
 from curate.report.context import open_run
 from curate.report.sampling import spread
 from curate.report.thresholds import parse, split_and
 from curate.tokens.megatron import read_megatron
 
+import browser
 from conftest import ZYDA2, run_cli
 
 QUALITY = ("quality_filter", "quality_model", "dual_use")

@@ -205,6 +205,7 @@ def accounting_holds(root: str) -> None:
         assert docs == kept + removed, source
 
 
+@pytest.mark.slow  # a cluster of several nodes
 def test_a_three_node_run_into_s3_is_byte_identical_to_inline(cluster, inline):
     out = f"s3://{BUCKET}/runs/three"
     result = run_zyda2(out, address=cluster.address)
@@ -217,6 +218,7 @@ def test_a_three_node_run_into_s3_is_byte_identical_to_inline(cluster, inline):
     assert "Token authentication" not in result.stderr and "Traceback" not in result.stderr
 
 
+@pytest.mark.slow  # a cluster of several nodes
 def test_a_local_output_is_refused_on_several_nodes_unless_shared(cluster, tmp_path):
     run = tmp_path / "run"
     result = run_zyda2(str(run), address=cluster.address)
@@ -229,6 +231,7 @@ def test_a_local_output_is_refused_on_several_nodes_unless_shared(cluster, tmp_p
     assert shared.returncode == 0, shared.stderr  # the nodes of this cluster do share this disk
 
 
+@pytest.mark.slow  # a cluster of several nodes
 def test_a_node_without_credentials_names_bucket_and_node_and_execution_env_forwards_them(cluster):
     bare = cluster.add(**dict.fromkeys(CREDENTIALS, ""))
     try:
@@ -254,6 +257,7 @@ def wait_for(predicate, process: subprocess.Popen, seconds: float = 300) -> None
         time.sleep(0.1)
 
 
+@pytest.mark.slow  # a cluster of several nodes
 def test_a_worker_node_lost_mid_stage_costs_only_its_tasks(cluster, inline):
     out = f"s3://{BUCKET}/runs/loss"
     victim = next(iter(cluster.cluster.worker_nodes))
@@ -272,6 +276,7 @@ def test_a_worker_node_lost_mid_stage_costs_only_its_tasks(cluster, inline):
     assert later and not any(cluster.node_id(victim) in n for n in later)
 
 
+@pytest.mark.slow  # a cluster of several nodes
 def test_a_lost_head_ends_the_run_in_one_paragraph_and_a_new_cluster_resumes(cluster, inline):
     out = f"s3://{BUCKET}/runs/head"
     cmd = [sys.executable, "-m", "curate", "run", str(ZYDA2), "--output", out, "--address", cluster.address, "-q"]
@@ -316,6 +321,7 @@ def test_an_address_nobody_answers_at_fails_within_seconds_in_one_line(tmp_path)
                      "and port, or leave out --address for an embedded local cluster"], result.stderr
 
 
+@pytest.mark.slow  # kill -9
 def test_a_killed_driver_leaves_no_embedded_cluster_behind(tmp_path, sample_dir):
     """kill -9 of the driver: the watcher ends what Ray leaves of the embedded cluster (its agents)."""
     from curate.runner.watcher import holders

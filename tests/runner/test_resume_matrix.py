@@ -32,6 +32,8 @@ from curate.sample.topic import topic_page
 
 from conftest import kill_9_when, run_cli, tree_digest
 
+pytestmark = pytest.mark.slow  # the whole resume matrix
+
 STAGES = ["ingest", "minhash", "dedup", "signals", "quality_filter", "quality", "dual_use", "mix", "tokenize", "pack",
           "kept", "manifest"]
 AFTER_MIX = {"mix", "tokenize", "pack", "kept", "manifest"}

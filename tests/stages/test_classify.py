@@ -190,6 +190,7 @@ def test_model_actors_go_to_the_gpu_ray_offers_and_run_on_cpu_without_cuda(tmp_p
     assert all(m["device"] == "cpu" for m in markers)
 
 
+@pytest.mark.slow  # kill -9
 def test_kill_9_mid_classify_resumes_to_identical_scores_and_outputs(tmp_path, sample_dir):
     f = pipeline(tmp_path, sample_dir, QUALITY.format(sample=sample_dir) + "  mix: {epochs: {zyda: 2.0}}\n  tokenize: {}\n"
                  "  pack: {}\n  manifest: {}\n")

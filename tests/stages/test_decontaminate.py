@@ -203,6 +203,7 @@ def test_the_step_is_off_in_zyda2_until_enabled(sample_env):
     assert on.index("quality_model") < on.index("decontaminate") < on.index("mix")
 
 
+@pytest.mark.slow  # kill -9
 def test_kill_9_mid_scan_resumes_to_identical_outputs(tmp_path, sample_dir):
     import subprocess
     import sys

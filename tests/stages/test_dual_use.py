@@ -165,6 +165,7 @@ def test_a_missing_or_empty_term_file_fails_before_any_task_with_exit_2(tmp_path
     assert not (tmp_path / "run" / "docs").exists()
 
 
+@pytest.mark.slow  # kill -9
 def test_kill_9_mid_dual_use_resumes_to_identical_outputs(tmp_path, sample_dir):
     f = pipeline(tmp_path, sample_dir, DUAL_USE.format(sample=sample_dir))
     run = tmp_path / "run"

@@ -172,6 +172,7 @@ def test_a_pii_step_after_tokenize_is_refused(tmp_path, capsys):
     assert "edits text after step 'tokenize' tokenized it" in capsys.readouterr().err
 
 
+@pytest.mark.slow  # kill -9
 def test_kill_9_mid_pii_resumes_to_identical_outputs(tmp_path):
     docs = {s: [{"id": f"d{i}", "text": f"doc {i} mail u{i}@site{i % 7}.org ip 8.8.{i % 250}.8", "lang": "en"} for i in range(60)]
             for s in ("web", "forum")}

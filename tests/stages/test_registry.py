@@ -3,11 +3,14 @@ tasks (it unpickles `curate.stages.<name>`) imports neither the others nor their
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
+import curate.stages
 from curate.stages import STAGES, stage
 from curate.stages.registry import BUILT_IN
 
@@ -39,3 +42,13 @@ def test_the_registry_is_a_mapping_of_every_built_in_stage_and_registered_ones(m
     finally:
         del STAGES["extra_test_stage"]
     assert all(STAGES[name].KIND == name for name in BUILT_IN)   # every module registers the name it is listed under
+
+
+def test_built_in_lists_exactly_the_stages_of_the_folder_each_in_the_module_of_its_name():
+    folder = Path(curate.stages.__file__).parent
+    found = {}
+    for module in sorted(folder.glob("*.py")):
+        for name in re.findall(r'^@stage\("([^"]+)"\)', module.read_text(), re.M):
+            found[name] = module.stem
+    assert sorted(found) == sorted(BUILT_IN), "add a new stage module's name to BUILT_IN in curate/stages/registry.py"
+    assert all(module == name for name, module in found.items()), found

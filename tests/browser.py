@@ -1,5 +1,6 @@
 """Open a report in headless Chromium: check that every chart was laid out and drew its data, and take
-full-page screenshots. Used by the tests and to make docs/report.png; the report itself needs no browser.
+full-page screenshots. A test helper (the report itself needs no browser), also what made docs/report.png:
+`PYTHONPATH=tests python -c "import browser; browser.screenshot('RUN/report.html', 'docs/report.png')"`.
 
 The check renders a copy of the page with a small script appended that measures, for every
 `<svg class="chart">`, its laid-out size and how many data marks (bars, cells, outlines, points: the
