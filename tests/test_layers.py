@@ -7,7 +7,7 @@ ROOT = Path(__file__).resolve().parents[1] / "curate"
 
 # lowest first, as docs/architecture.md draws them; a module belongs to the first prefix that matches it
 LAYERS = [
-    ("common", ["curate.io", "curate.errors", "curate.common", "curate._version", "curate.terminate", "curate.run_folders",
+    ("common", ["curate.io", "curate.errors", "curate.common", "curate._version", "curate.terminate", "curate.run_folders", "curate.plugins",
                 "curate.packaged"]),
     ("libraries", ["curate.readers", "curate.dedup", "curate.signals", "curate.tokens", "curate.models", "curate.dualuse",
                    "curate.decontam", "curate.pii", "curate.manifest", "curate.sample", "curate.sql", "curate.recipes"]),
