@@ -94,7 +94,7 @@ def report(name: str, output: Path, step: str, result: dict) -> list[str]:
     shuffled = ph["fingerprint"]["bytes_shuffled"] + ph["windows"]["bytes_shuffled"]
     lines = [f"### {name}", "",
              f"- text: {mb:,.1f} MB, {ph['fingerprint']['in']:,} documents, {ph['fingerprint']['words']:,} words",
-             f"- task seconds (one core): " + ", ".join(f"{k} {v['seconds']:.1f}" for k, v in ph.items()) + f"; total {seconds:.1f}",
+             "- task seconds (one core): " + ", ".join(f"{k} {v['seconds']:.1f}" for k, v in ph.items()) + f"; total {seconds:.1f}",
              f"- throughput: {mb / seconds:.2f} MB/s per core (all phases), wall {result['wall']:.0f} s with start-up",
              f"- shuffled: fingerprints {ph['fingerprint']['bytes_shuffled'] / 1e6:.1f} MB + windows {ph['windows']['bytes_shuffled'] / 1e6:.1f} MB"
              f" = {shuffled / 1e6:.1f} MB ({shuffled / max(1, ph['fingerprint']['bytes']):.1%} of the text); windows phase ran on "
@@ -137,7 +137,7 @@ def agreement(texts_by_source: dict[str, list[str]], output: Path, step: str, le
     for d, (source, n) in enumerate(ids):
         words = split_words(docs[d])
         found, exp = cut_words(docs[d], spans.get((source, f"{source}-{n}"), [])), expect.get(d, set())
-        size = lambda ws: sum(len(words[w][2].encode()) for w in ws)  # noqa: E731
+        size = lambda ws, words=words: sum(len(words[w][2].encode()) for w in ws)  # noqa: E731
         want, got, both = want + size(exp), got + size(found), both + size(exp & found)
     return [f"| {len(docs):,} docs | {want:,} | {got:,} | {both / max(1, want):.2%} | {got - both:,} | {sa_seconds:.0f} s |"]
 
