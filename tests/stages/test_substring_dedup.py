@@ -1,6 +1,7 @@
 """The substring_dedup stage: which copy is kept, what each cut records, the ledger, bounded work, the pipeline."""
 
 import json
+import subprocess
 import sys
 from pathlib import Path
 
@@ -11,7 +12,7 @@ from curate.cli import main
 from curate.rundir.edits import apply_spans
 from curate.rundir.views import connect
 
-from conftest import run_cli, tree_digest
+from conftest import env_with, kill_9_when, run_cli, tree_digest
 
 BANNER = ("We use cookies to give you the best experience on our website and by continuing to browse you agree "
           "to our use of cookies as described in our policy")
@@ -141,3 +142,28 @@ def test_inline_and_one_or_two_ray_workers_give_identical_bytes(tmp_path):
     assert len(reference) > 3
     assert tree_digest(tmp_path / "w1", parts) == reference
     assert tree_digest(tmp_path / "w2", parts) == reference
+
+
+def test_the_step_is_off_in_zyda2_until_enabled_and_comes_after_the_filters_before_mix(sample_env):
+    from curate import load_pipeline
+
+    from conftest import ZYDA2
+
+    assert "substring_dedup" not in [s.name for s in load_pipeline(ZYDA2).stages]
+    steps = [s.name for s in load_pipeline(ZYDA2, ["stages.substring_dedup.enabled=true"]).stages]
+    at = steps.index("substring_dedup")
+    assert steps.index("dedup") < steps.index("quality_model") < at < steps.index("mix") < steps.index("tokenize")
+
+
+def test_killed_with_sigkill_it_resumes_to_the_same_bytes(tmp_path):
+    texts = [f"doc {i} {STORY} middle {i % 7} {BANNER} end {i}" for i in range(4000)]
+    p = _pipeline(tmp_path, texts)
+    run = tmp_path / "run"
+    cmd = [sys.executable, "-m", "curate", "run", str(p), "--output", str(run), "--inline", "--workers", "1", "-q"]
+    kill_9_when(cmd, lambda: list((run / "_state" / "substring_dedup" / "windows").rglob("*.json")), 180,
+                env=env_with(PYTHONPATH=str(Path(__file__).resolve().parents[2])))
+    assert not (run / "summary.json").exists(), "the run finished before the kill"
+    assert subprocess.run(cmd, env=env_with(PYTHONPATH=str(Path(__file__).resolve().parents[2]))).returncode == 0
+    assert run_cli(p, "--output", tmp_path / "clean", "--inline", "-q") == 0
+    parts = ("kept", "ledger", "edits", "substring_dedup")
+    assert tree_digest(run, parts) == tree_digest(tmp_path / "clean", parts)
