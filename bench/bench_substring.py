@@ -79,7 +79,7 @@ def run(pipeline: Path, output: Path) -> dict:
 def measures(output: Path, step: str) -> dict:
     state = output / "_state" / step
     phases = {}
-    for phase in ("fingerprint", "shared", "windows", "match", "accounting"):
+    for phase in ("fingerprint", "shared", "windows", "match", "shards"):
         ms = [json.loads(p.read_text()) for p in (state / phase).rglob("*.json")]
         phases[phase] = {"tasks": len(ms), "seconds": sum(m.get("seconds", 0) for m in ms),
                          **{k: sum(m.get(k, 0) for m in ms) for k in ("bytes", "words", "fingerprints", "windows", "bytes_shuffled",
@@ -102,7 +102,7 @@ def report(name: str, output: Path, step: str, result: dict) -> list[str]:
              f"- peak RSS of the whole serial run (bounds any task): {result['peak_rss_mb']:.0f} MB", "",
              "| source | documents | edited | removed | characters | cut | % cut |", "|---|---|---|---|---|---|---|"]
     con = duckdb.connect()
-    for p in sorted((output / "_state" / step / "accounting").iterdir()):
+    for p in sorted((output / "_state" / step / "shards").iterdir()):
         ms = [json.loads(f.read_text()) for f in p.glob("*.json")]
         c = {k: sum(m.get(k, 0) for m in ms) for k in ("in", "edited", "chars", "chars_cut", "chars_removed")}
         removed = sum(sum(m["removed"].values()) for m in ms)
