@@ -117,26 +117,30 @@ def report(name: str, output: Path, step: str, result: dict) -> list[str]:
     return lines + [""]
 
 
-def agreement(texts_by_source: dict[str, list[str]], output: Path, step: str, length: int) -> list[str]:
-    """The words cut against the suffix array's: bytes of the words the keep-the-first policy cuts, both ways."""
+def agreement(sources: list[str], output: Path, step: str, length: int) -> list[str]:
+    """The words cut against the suffix array's, on the documents as the run holds them (RUN/docs/, in priority order:
+    source, shard, row): bytes of the words the keep-the-first policy cuts, both ways."""
+    import pyarrow.parquet as pq
+
     from substring.reference import cut_words, expected_cuts, split_words
 
     docs, ids = [], []
-    for source, texts in texts_by_source.items():
-        docs += texts
-        ids += [(source, i) for i in range(len(texts))]
+    for source in sources:
+        for shard in sorted((output / "docs" / source).glob("*.parquet")):
+            t = pq.read_table(shard, columns=["id", "text"])
+            docs += [x or "" for x in t["text"].to_pylist()]
+            ids += [(source, i) for i in t["id"].to_pylist()]
     con = duckdb.connect()
-    edits = con.sql(f"SELECT source, id, start, \"end\" FROM read_parquet('{output}/edits/{step}/*/*.parquet')").fetchall()
     spans: dict = {}
-    for s, i, a, b in edits:
+    for s, i, a, b in con.sql(f"SELECT source, id, start, \"end\" FROM read_parquet('{output}/edits/{step}/*/*.parquet')").fetchall():
         spans.setdefault((s, i), []).append((a, b))
     started = time.monotonic()
     expect = expected_cuts(docs, list(range(len(docs))), length)
     sa_seconds = time.monotonic() - started
     want = got = both = 0
-    for d, (source, n) in enumerate(ids):
+    for d, key in enumerate(ids):
         words = split_words(docs[d])
-        found, exp = cut_words(docs[d], spans.get((source, f"{source}-{n}"), [])), expect.get(d, set())
+        found, exp = cut_words(docs[d], spans.get(key, [])), expect.get(d, set())
         size = lambda ws, words=words: sum(len(words[w][2].encode()) for w in ws)  # noqa: E731
         want, got, both = want + size(exp), got + size(found), both + size(exp & found)
     return [f"| {len(docs):,} docs | {want:,} | {got:,} | {both / max(1, want):.2%} | {got - both:,} | {sa_seconds:.0f} s |"]
@@ -161,7 +165,7 @@ def main() -> None:
         lines += report("real pages (" + ", ".join(f"{s} {len(t)}" for s, t in real.items()) + ")", tmp / "real", step, result)
         lines += ["Agreement with an exact suffix array (same words, same keep-the-first policy), real pages:", "",
                   "| corpus | suffix-array cut bytes | found bytes | SA bytes found | found, not in SA | SA time |", "|---|---|---|---|---|---|"]
-        lines += agreement(real, tmp / "real", step, args.min_words) + [""]
+        lines += agreement(list(real), tmp / "real", step, args.min_words) + [""]
     from curate.sample import make_sample
 
     started = time.monotonic()
