@@ -99,3 +99,32 @@ def test_cuts_match_the_suffix_array(run_stage, seed):
     for d, i in enumerate(ids):   # the edited text is the text without the cut words, whitespace aside
         text = apply_spans(docs[d], [(s, e, "") for s, e in spans.get(i, [])])
         assert text.split() == [w for j, (_, _, w) in enumerate(split_words(docs[d])) if j not in expect.get(d, set())]
+
+
+def _dolma_pages() -> list[str]:
+    import gzip
+    import json
+    import os
+    from pathlib import Path
+
+    from conftest import SHARED_DATA
+
+    root = Path(os.environ.get("CURATE_SHARED_DATA") or SHARED_DATA) / "dolma" / "formats"
+    texts = []
+    for path in sorted(root.glob("*.jsonl.gz")):
+        with gzip.open(path, "rt", encoding="utf-8") as f:
+            texts += [json.loads(line)["text"] for line in f]
+    return [t for t in texts if t.strip()]
+
+
+def test_real_pages_agree_with_the_suffix_array(run_stage):
+    pages = _dolma_pages()[:300]
+    if not pages:
+        pytest.skip("../shared/data/dolma is absent")
+    done = run_stage("substring_dedup", {"min_words": 50, "min_words_left": 0}, docs={"cc": pages}, shard_rows=100)
+    spans = {}
+    for e in done.table("edits", "substring_dedup").to_pylist():
+        spans.setdefault(e["id"], []).append((e["start"], e["end"]))
+    expect = expected_cuts(pages, list(range(len(pages))), 50)
+    assert expect, "the pages hold repeated boilerplate"
+    assert {d: cut_words(pages[d], spans[f"cc-{d}"]) for d in range(len(pages)) if f"cc-{d}" in spans} == expect
