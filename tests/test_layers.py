@@ -10,7 +10,7 @@ LAYERS = [
     ("common", ["curate.io", "curate.errors", "curate.common", "curate._version", "curate.terminate", "curate.run_folders", "curate.plugins",
                 "curate.packaged"]),
     ("libraries", ["curate.readers", "curate.dedup", "curate.signals", "curate.tokens", "curate.models", "curate.dualuse",
-                   "curate.decontam", "curate.pii", "curate.manifest", "curate.sample", "curate.sql", "curate.recipes"]),
+                   "curate.decontam", "curate.pii", "curate.substring", "curate.manifest", "curate.sample", "curate.sql", "curate.recipes"]),
     ("rundir", ["curate.rundir"]),
     ("config", ["curate.config"]),
     ("stage contract", ["curate.stages.base", "curate.stages.shard", "curate.stages.edit", "curate.stages.facets",

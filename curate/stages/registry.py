@@ -12,7 +12,7 @@ import importlib
 from collections.abc import Iterator, MutableMapping
 
 BUILT_IN = ("classify", "decontaminate", "dedup", "dual_use", "exact_dedup", "filter", "ingest", "manifest", "minhash",
-            "line_filter", "mix", "pack", "pii", "signals", "tokenize")
+            "line_filter", "mix", "pack", "pii", "signals", "substring_dedup", "tokenize")
 """The stages this package defines, each in the module of its name (`curate/stages/<name>.py`); a test checks
 this list against the `@stage(...)` classes of the folder."""
 

@@ -1,0 +1,325 @@
+"""The substring_dedup stage: every run of at least `min_words` words that occurs more than once anywhere in the
+corpus (across sources, or twice in one document) is kept once, in its first place by source priority, then docs
+shard, row and position, and cut from the later places, as edits.
+
+Words, not tokens: no tokenizer is needed before mix, a cut never splits a word or a UTF-8 character, and 50 words
+(~65 GPT-2 tokens) is a little stricter than Lee et al.'s 50 tokens (see `curate.substring`). The global work is
+four phases partitioned by hash (`curate.substring.phases`); the accounting phase turns each shard's repeated
+windows into cuts: a word goes when a later copy of a repeated window covers it and no kept copy does (so the first
+copy of every repeated window stays whole, overlapping repeats included). Each cut is an edit (kind `repeat`,
+replaced by nothing) in `RUN/edits/<step>/`, with how many words it cut, how many copies its window has and where
+the kept copy is (`kept_source`, `kept_id`, `kept_start`: the character where the kept copy of the window covering
+the cut's first word starts). A document left with fewer than `min_words_left` words goes to the ledger (reason
+`substring_duplicate`, detail saying what was repeated and where it is kept). The longest-lived repeated spans (by
+copies) of each shard are listed in `RUN/<step>/repeats/` for the report and `curate query` (view `repeats`).
+"""
+
+from __future__ import annotations
+
+import heapq
+from functools import cached_property, partial
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from curate.common.schema import Field
+from curate.errors import ConfigError
+from curate.dedup import nodes
+from curate.dedup.layout import shard_numbers, shard_tag
+from curate.io import fs
+from curate.io.parquet import read_table, write_table
+from curate.io.strings import string_spans
+from curate.rundir import EditsRecord, IngestRecord
+from curate.rundir.edits import EDITS
+from curate.stages.edit import EditFacets, Edited, EditStage, edit_counts, removal_lines
+from curate.stages.facets import Kernel
+from curate.stages.phase import Phase, Task
+from curate.stages.registry import stage
+from curate.stages.shard import ShardRef, removals
+from curate.substring import gram_and_window, kernels
+from curate.substring.phases import FP, REP, by_partition, match, queued, read_rows, shared
+
+REASON = "substring_duplicate"
+KIND = "repeat"
+DOCS_PER_PARTITION = 100_000
+SCHEMA = EDITS.append(pa.field("words", pa.int64())).append(pa.field("copies", pa.int64())) \
+    .append(pa.field("kept_source", pa.string())).append(pa.field("kept_id", pa.string())).append(pa.field("kept_start", pa.int64()))
+REPEATS = pa.schema([("id", pa.string()), ("start", pa.int64()), ("end", pa.int64()), ("words", pa.int64()),
+                     ("copies", pa.int64()), ("text", pa.string())])
+SNIPPET = 300   # characters of a repeated span kept in RUN/<step>/repeats/
+KERNELS = (Kernel("the substring-dedup word, window and cut kernels", "curate.substring.kernels:warm",
+                  ("curate.substring.kernels:words", "curate.substring.kernels:fingerprints",
+                   "curate.substring.kernels:windows", "curate.substring.kernels:cuts")),)
+
+
+def text_counts(markers: list[dict]) -> dict[str, dict]:
+    """Per source: characters in, cut, in removed documents, and documents edited and removed (from the markers)."""
+    out: dict[str, dict] = {}
+    for m in markers:
+        row = out.setdefault(m["source"], {"in": 0, "edited": 0, "removed": 0, "chars": 0, "chars_cut": 0, "chars_removed": 0})
+        row["in"] += m["in"]
+        row["edited"] += m.get("edited", 0)
+        row["removed"] += sum(m.get("removed", {}).values())
+        for key in ("chars", "chars_cut", "chars_removed"):
+            row[key] += m.get(key, 0)
+    return out
+
+
+class SubstringFacets(EditFacets):
+    REPORT = ("curate.report.substring_dedup:SECTION",)
+    KERNELS = KERNELS
+
+    @classmethod
+    def lines(cls, run, step, rows, order):
+        """`substring_dedup: cut 8.1% of the text (...) in 345 of 4,000 documents`, then one line per source."""
+        if run.find_record(step, EditsRecord) is None:
+            return []
+        counts = text_counts(run.markers(step))
+        total = {k: sum(c[k] for c in counts.values()) for k in ("in", "edited", "chars", "chars_cut", "chars_removed")}
+        lines = [f"{step}: cut {_share(total['chars_cut'] + total['chars_removed'], total['chars'])} of the text "
+                 f"({total['chars_cut'] + total['chars_removed']:,} of {total['chars']:,} characters) in {total['edited']:,} "
+                 f"of {total['in']:,} documents"]
+        for source in sorted(counts, key=lambda s: (order.index(s) if s in order else len(order), s)):
+            c = counts[source]
+            lines.append(f"  {source:10} cut {_share(c['chars_cut'] + c['chars_removed'], c['chars'])}  "
+                         f"edited {c['edited']:,} of {c['in']:,}" + (f"  removed {c['removed']:,}" if c["removed"] else ""))
+        return lines + removal_lines(step, edit_counts(run.markers(step)))
+
+    @classmethod
+    def flags(cls, run, step, sources):
+        if run.find_record(step, EditsRecord) is None:
+            return {}
+        return {s: {"substring_dedup": {"documents": c["edited"], "removed": c["removed"], "chars": c["chars"],
+                                        "chars_cut": c["chars_cut"], "chars_removed": c["chars_removed"]}}
+                for s, c in text_counts(run.markers(step)).items()}
+
+
+def _share(part: int, whole: int) -> str:
+    return f"{part / whole:.1%}" if whole else "0.0%"
+
+
+@stage("substring_dedup")
+class SubstringDedupStage(EditStage):
+    FACETS = SubstringFacets
+    GLOBAL = True                   # a repeat spans sources; which copy is kept follows the priority
+    PIPELINE_READS = ("priority",)
+    ROW_NUMBERS = True
+    TABLES = ("{step}/repeats",)
+    OPTIONS = {
+        "min_words": Field((int,), default=50, min=2, max=100_000,
+                           doc="the shortest repeated run of words that is cut (words: runs of non-whitespace)"),
+        "min_words_left": Field((int,), default=20, min=0, max=100_000,
+                                doc="a document left with fewer words goes to the ledger (reason substring_duplicate); "
+                                    "at most min_words, so that no document holding a kept copy is removed"),
+        "partitions": Field((int,), default=None, nullable=True, min=1, max=4096,
+                            doc="hash partitions of the global phases; default one per 100,000 documents"),
+        "top": Field((int,), default=20, min=0, max=10_000, doc="repeated spans each docs shard lists in RUN/<step>/repeats/"),
+    }
+
+    @classmethod
+    def validate_options(cls, options, sources, file, key):
+        if options["min_words_left"] > options["min_words"]:
+            raise ConfigError(file, f"{key}.min_words_left", f"at most min_words ({options['min_words']}): a document "
+                                     "holding the kept copy of a repeat could otherwise be removed, and the text lost")
+
+    def edit_kinds(self) -> list[str]:
+        return [KIND]
+
+    def removes(self) -> bool:
+        return self.options["min_words_left"] > 0
+
+    @property
+    def edits_schema(self) -> pa.Schema:
+        return SCHEMA
+
+    def keyed_tables(self) -> list[dict]:
+        return [*super().keyed_tables(), {"name": f"{self.name}_repeats", "view": "repeats", "kind": self.KIND,
+                                          "path": f"{self.name}/repeats", "key": ["source", "id", "start"], "columns": REPEATS.names[1:]}]
+
+    # ---- the global phases -------------------------------------------------------------------------
+    @cached_property
+    def numbers(self) -> dict:
+        return shard_numbers(self.run.record(self.upstream["docs"], IngestRecord).pairs(), self.pipeline.priority)
+
+    @property
+    def root(self) -> str:
+        return self.run.work(self.name)
+
+    def execute(self, tasks, run_phase) -> None:
+        docs_step = self.previous[-1] if self.previous else self.upstream["docs"]
+        docs = sum(m["kept"] for m in self.run.markers(docs_step))
+        parts = self.options["partitions"] or min(4096, max(1, -(-docs // DOCS_PER_PARTITION)))
+        by_partition_tasks = [Task(f"{p:05d}", f"partition {p}", p) for p in range(parts)]
+        run_phase(Phase("fingerprint", tasks, partial(self.fingerprint_shard, parts), kernels=KERNELS, concurrent=True))
+        run_phase(Phase("shared", by_partition_tasks, partial(shared, self.root), concurrent=True))
+        wanted = queued(self.root, "shared")
+        run_phase(Phase("windows", [t for t in tasks if self.tag(t.payload) in wanted], partial(self.window_shard, parts),
+                        kernels=KERNELS, concurrent=True))
+        run_phase(Phase("match", by_partition_tasks, partial(match, self.root), concurrent=True))
+        super().execute(tasks, run_phase)
+
+    def tag(self, shard: ShardRef) -> str:
+        return shard_tag(*self.numbers[(shard.source, shard.shard)])
+
+    def fingerprint_shard(self, parts: int, shard: ShardRef) -> dict:
+        """Phase 1: the winnowed fingerprints of the shard's live documents, by hash partition."""
+        priority, index = self.numbers[(shard.source, shard.shard)]
+        k, w = gram_and_window(self.options["min_words"])
+        cols: dict[str, list] = {c: [] for c in FP}
+        n_in = n_words = n_bytes = 0
+        for table in self.live_batches(shard, ["id", "text"]):
+            n_in += table.num_rows
+            data, starts, ends, _ = string_spans(table.column("text").combine_chunks(), self.name)
+            n_bytes += int((ends - starts).sum())
+            offsets, _, _, ha, _, _ = kernels.words(data, starts, ends)
+            n_words += len(ha)
+            doc, pos, h = kernels.fingerprints(offsets, ha, k, w)
+            cols["hash"].append(h)
+            cols["node"].append(nodes.pack(priority, index, table.column("_row").to_numpy()[doc]))
+            cols["pos"].append(pos)
+        found = {c: np.concatenate(v) if v else np.empty(0, FP[c]) for c, v in cols.items()}
+        n = by_partition(self.root, "fp", self.tag(shard), parts, "hash", found)
+        return {"in": n_in, "bytes": n_bytes, "words": n_words, "fingerprints": n, "bytes_shuffled": n * 24}
+
+    def window_shard(self, parts: int, shard: ShardRef) -> dict:
+        """Phase 3: the keys of the whole windows around the shard's shared fingerprints, by key partition."""
+        priority, index = self.numbers[(shard.source, shard.shard)]
+        length = self.options["min_words"]
+        _, w = gram_and_window(length)
+        want = read_rows(self.root, "shared", self.tag(shard), {"node": np.uint64, "pos": np.int64})
+        want_rows = nodes.row_of(want["node"])
+        cols: dict[str, list] = {c: [] for c in ("a", "b", "node", "pos", "char")}
+        for table in self.live_batches(shard, ["id", "text"]):
+            rows = table.column("_row").to_numpy()
+            sel = np.flatnonzero(np.isin(want_rows, rows))
+            if not len(sel):
+                continue
+            at = np.searchsorted(rows, want_rows[sel])
+            docs, want_doc = np.unique(at, return_inverse=True)
+            data, starts, ends, _ = string_spans(table.column("text").combine_chunks().take(pa.array(docs)), self.name)
+            offsets, cstart, _, ha, hb, _ = kernels.words(data, starts, ends)
+            d, s, a, b = kernels.windows(offsets, ha, hb, want_doc.astype(np.int64), want["pos"][sel], length, w)
+            cols["a"].append(a)
+            cols["b"].append(b)
+            cols["node"].append(nodes.pack(priority, index, rows[docs[d]]))
+            cols["pos"].append(s)
+            cols["char"].append(cstart[offsets[d] + s])
+        dtypes = {"a": np.uint64, "b": np.uint64, "node": np.uint64, "pos": np.int64, "char": np.int64}
+        found = {c: np.concatenate(v) if v else np.empty(0, dtypes[c]) for c, v in cols.items()}
+        n = by_partition(self.root, "win", self.tag(shard), parts, "a", found)
+        return {"windows": n, "bytes_shuffled": n * 40}
+
+    # ---- the accounting phase: repeated windows -> cuts ---------------------------------------------
+    def setup(self) -> None:
+        self._ids: dict[tuple[int, int], pa.Array] = {}
+
+    def process_shard(self, batches, shard: ShardRef):
+        self._rep = read_rows(self.root, "rep", self.tag(shard), REP)
+        self._rep_rows = nodes.row_of(self._rep["node"])
+        self._top: list = []
+        for batch in batches:
+            self._counts = {}
+            out = self.process(batch, shard)
+            out.counts.update(self._counts)
+            yield out
+        top = sorted(self._top, key=lambda r: (-r["copies"], -r["words"], r["id"], r["start"]))[:self.options["top"]]
+        path = self.run.table(f"{self.name}/repeats", shard.source, shard.shard)
+        if top:
+            write_table(path, pa.Table.from_pylist(top, schema=REPEATS))
+        elif fs.exists(path):
+            fs.remove(path)
+
+    def edit(self, batch: pa.Table) -> pa.Table | Edited:
+        rep, length = self._rep, self.options["min_words"]
+        texts = batch.column("text").combine_chunks()
+        chars = pc.utf8_length(texts).to_numpy(zero_copy_only=False)
+        self._counts["chars"] = int(np.nansum(chars.astype(np.float64)))
+        rows = batch.column("_row").to_numpy()
+        sel = np.flatnonzero(np.isin(self._rep_rows, rows))
+        if not len(sel):
+            return self._spans([])
+        at = np.searchsorted(rows, self._rep_rows[sel])
+        docs, win_doc = np.unique(at, return_inverse=True)
+        sub = texts.take(pa.array(docs))
+        data, starts, ends, _ = string_spans(sub, self.name)
+        offsets, cstart, _, _, _, nchars = kernels.words(data, starts, ends)
+        c_doc, w0, w1, c0, c1, cover = kernels.cuts(offsets, cstart, nchars, win_doc.astype(np.int64), rep["pos"][sel],
+                                                    rep["first"][sel], length)
+        self._note_top(batch, sub, docs, win_doc, sel, offsets, cstart, nchars)
+        n_words = np.diff(offsets)
+        cut = np.bincount(c_doc, weights=w1 - w0, minlength=len(docs)).astype(np.int64)
+        gone = (cut > 0) & (n_words - cut < self.options["min_words_left"])
+        keep = ~gone[c_doc]
+        win = sel[cover]
+        kept_source, kept_id = self._kept(rep["kept_node"][win])
+        self._counts["chars_cut"] = int((c1 - c0)[keep].sum())
+        self._counts["chars_removed"] = int(nchars[gone].sum())
+        found = self._spans([docs[c_doc][keep], c0[keep], c1[keep], (w1 - w0)[keep], rep["copies"][win][keep],
+                             kept_source.filter(pa.array(keep)), kept_id.filter(pa.array(keep)), rep["kept_char"][win][keep]])
+        if not gone.any():
+            return found
+        ids = batch.column("id").combine_chunks()
+        first = {int(d): i for i, d in reversed(list(enumerate(c_doc)))}
+        gone_docs = np.flatnonzero(gone)
+        details = [f"{cut[g]:,} of {n_words[g]:,} words repeat text kept elsewhere (first cut at character {c0[first[g]]:,}, "
+                   f"kept in {kept_source[first[g]].as_py()} {kept_id[first[g]].as_py()} at character {rep['kept_char'][win[first[g]]]:,}); "
+                   f"{n_words[g] - cut[g]:,} left, fewer than min_words_left {self.options['min_words_left']}" for g in gone_docs]
+        return Edited(found, removals(ids.take(pa.array(docs[gone_docs])), REASON, pa.array(details, pa.string())))
+
+    def _spans(self, cols: list) -> pa.Table:
+        if not cols:
+            return SCHEMA_SPANS.empty_table()
+        n = len(cols[0])
+        return pa.table({"row": pa.array(cols[0], pa.int64()), "kind": pa.array([KIND] * n, pa.string()),
+                         "start": pa.array(cols[1], pa.int64()), "end": pa.array(cols[2], pa.int64()),
+                         "placeholder": pa.array([""] * n, pa.string()), "words": pa.array(cols[3], pa.int64()),
+                         "copies": pa.array(cols[4], pa.int64()), "kept_source": cols[5], "kept_id": cols[6],
+                         "kept_start": pa.array(cols[7], pa.int64())}, schema=SCHEMA_SPANS)
+
+    def _kept(self, kept_node: np.ndarray) -> tuple[pa.Array, pa.Array]:
+        """The source and id of each kept copy's document (ids read from its docs shard, once per task)."""
+        names = {v: k for k, v in self.numbers.items()}
+        keys = nodes.shard_key(kept_node)
+        sources = np.empty(len(kept_node), object)
+        ids = np.empty(len(kept_node), object)
+        for key in np.unique(keys):
+            at = keys == key
+            priority, index = int(key) >> int(nodes.SHARD_BITS), int(key) & int(nodes.SHARD_MASK)
+            source, shard = names[(priority, index)]
+            if (priority, index) not in self._ids:
+                with fs.open_input(self.run.docs(source, shard)) as handle:
+                    self._ids[(priority, index)] = read_table(handle, columns=["id"]).column("id").combine_chunks()
+            sources[at] = source
+            ids[at] = np.asarray(self._ids[(priority, index)].take(pa.array(nodes.row_of(kept_node[at]))).to_pylist(), object)
+        return pa.array(sources.tolist(), pa.string()), pa.array(ids.tolist(), pa.string())
+
+    def _note_top(self, batch, sub, docs, win_doc, sel, offsets, cstart, nchars) -> None:
+        """The kept copies in this batch, as runs of overlapping first windows, the most copied ones noted for
+        RUN/<step>/repeats/ (a snippet of each)."""
+        if not self.options["top"]:
+            return
+        rep, length = self._rep, self.options["min_words"]
+        first = rep["first"][sel]
+        d, pos, copies = win_doc[first], rep["pos"][sel][first], rep["copies"][sel][first]
+        if not len(d):
+            return
+        brk = np.ones(len(d), bool)
+        brk[1:] = (d[1:] != d[:-1]) | (pos[1:] >= pos[:-1] + length)
+        heads = np.flatnonzero(brk)
+        ends = np.r_[heads[1:], len(d)] - 1
+        most = np.maximum.reduceat(copies, heads)
+        best = heapq.nlargest(self.options["top"], range(len(heads)), key=lambda i: (most[i], pos[ends[i]] - pos[heads[i]]))
+        ids = batch.column("id").combine_chunks()
+        for i in best:
+            doc, w0, w1 = d[heads[i]], pos[heads[i]], pos[ends[i]] + length
+            c0 = cstart[offsets[doc] + w0]
+            c1 = cstart[offsets[doc] + w1] if w1 < offsets[doc + 1] - offsets[doc] else nchars[doc]
+            text = sub[int(doc)].as_py()
+            self._top.append({"id": ids[int(docs[doc])].as_py(), "start": int(c0), "end": int(c1), "words": int(w1 - w0),
+                              "copies": int(most[i]), "text": text[c0:min(c1, c0 + SNIPPET)]})
+
+
+SCHEMA_SPANS = pa.schema([("row", pa.int64()), ("kind", pa.string()), ("start", pa.int64()), ("end", pa.int64()),
+                          ("placeholder", pa.string()), ("words", pa.int64()), ("copies", pa.int64()),
+                          ("kept_source", pa.string()), ("kept_id", pa.string()), ("kept_start", pa.int64())])
