@@ -119,6 +119,26 @@ def _emit(text: str) -> None:
             pass
 
 
+def _options(args) -> int:
+    from curate.stages.options_doc import markdown, summary, table
+    from curate.stages.registry import STAGES
+
+    if args.stage is None:
+        if args.markdown:
+            print(markdown())
+            return 0
+        print("stage kinds (curate options KIND lists its options; --markdown: every option, as docs/options.md):")
+        for kind in sorted(STAGES):
+            print(f"  {kind:14} {summary(STAGES[kind])}")
+        return 0
+    if args.stage not in STAGES:
+        from curate.common.schema import suggest
+
+        raise UsageError(f"no stage kind {args.stage!r}{suggest(args.stage, list(STAGES))}; `curate options` lists them")
+    print(table(STAGES[args.stage].OPTIONS) if STAGES[args.stage].OPTIONS else f"{args.stage}: no options")
+    return 0
+
+
 def _absolute(output: str) -> str:
     return output if "://" in output else os.path.abspath(output)
 
@@ -279,6 +299,13 @@ def parser() -> argparse.ArgumentParser:
     c = _sub(sub, "recipes", "list the pipelines and filter recipes that ship with curate",
              "List the pipelines (curate run NAME) and the filter recipes (a filter step's `recipes:`) that ship inside curate.")
     c.set_defaults(func=_recipes)
+
+    o = _sub(sub, "options", "list the stage kinds, or every option of one, with types, defaults and bounds",
+             "Every option a step of that kind takes, as the pipeline loader checks it (type, default, range, choices).",
+             "examples:\n  curate options\n  curate options dedup\n  curate options --markdown > docs/options.md")
+    o.add_argument("stage", nargs="?", help="a stage kind (dedup, pii, ...)")
+    o.add_argument("--markdown", action="store_true", help="every option of sources, execution and every stage kind")
+    o.set_defaults(func=_options)
 
     q = _sub(sub, "query", "SQL (DuckDB) over a run: docs, kept, ledger, signals, clusters",
              "Run one SQL query (DuckDB) over a run's tables, as views: docs, kept, signals, scores, dual_use, quarantine\n"
