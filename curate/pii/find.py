@@ -18,7 +18,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from curate.pii.patterns import Kind
+from curate.pii.kind import Kind
 from curate.pii.user import PatternTimeout, within_budget
 
 SPANS = pa.schema([("row", pa.int64()), ("kind", pa.string()), ("start", pa.int64()), ("end", pa.int64()),

@@ -32,9 +32,11 @@ from __future__ import annotations
 import ipaddress
 import re
 import unicodedata
-from dataclasses import dataclass
 from re import _parser
 from typing import Callable
+
+from curate.pii.kind import Kind
+from curate.pii.user import user_kind
 
 
 def _class_of(test, below: int = 0x10000) -> str:
@@ -122,26 +124,6 @@ DEFAULT_PLACEHOLDERS = {
 KINDS = ("email", "ipv4", "ipv6", "phone")
 
 
-@dataclass(frozen=True)
-class Kind:
-    """One kind of span: how to find it (precise and prefilter) and which matches are exceptions."""
-
-    name: str
-    pattern: re.Pattern
-    prefilter: str | None               # None: every document is a candidate
-    placeholders: tuple[str, ...]
-    accept: Callable[[str, re.Match], bool] | None = None
-    anchor: re.Pattern | None = None    # matches are looked for only around this pattern's hits (see ANCHORS)
-    before: int = 0                     # how far before its anchor a match may start
-    after: int = 0                      # how far after the anchor's start the pattern may read
-    own_pass: bool = True               # after the batch's RE2 pass for all kinds, one of its own on the candidates
-    invisible: re.Pattern | None = None  # characters skipped inside a match (e-mail: zero-width ones), and
-    run: re.Pattern | None = None       # a run of what a match with them can be made of (the window around a hit)
-    lead: re.Pattern | None = None      # where a match around an anchor hit starts: the leftmost place this pattern
-                                        # runs from up to the hit (e-mail: its local part); None: search the window
-    timeout: float | None = None        # seconds a document may take (your own patterns, run by `regex`)
-
-
 def public_ip(public_only: bool) -> Callable[[str, re.Match], bool]:
     def accept(text: str, m: re.Match) -> bool:
         try:
@@ -189,7 +171,6 @@ def build_kinds(kinds: list[str], patterns: dict[str, str], placeholders: dict, 
                 keep_domains: list[str], timeout: float = 1.0) -> list[Kind]:
     """The kinds a pii step looks for, in the order their spans win an overlap (built-ins first, then the user's,
     each given `timeout` seconds per document)."""
-    from curate.pii.user import user_kind
 
     accept = {"email": email(tuple(keep_domains)), "ipv4": ipv4(public_only), "ipv6": ipv6(public_only), "phone": phone(9, 15)}
     out = [Kind(k, PATTERNS[k], PREFILTER[k], _placeholders(placeholders, k), accept[k], *ANCHORS.get(k, ()),

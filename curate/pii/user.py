@@ -25,6 +25,8 @@ from re import _parser
 
 import regex
 
+from curate.pii.kind import Kind
+
 _REPEAT = re.compile(r"\{(?:\d+(?:,\d*)?|,\d*)\}")   # what `re` reads as a repeat; any other `{` is a literal
 
 
@@ -132,7 +134,6 @@ def prefilter(pattern: str) -> str | None:
 
 
 def user_kind(name: str, pattern: str, placeholders: tuple[str, ...], timeout: float):
-    from curate.pii.patterns import Kind
 
     return Kind(name, regex.compile(for_regex(pattern), regex.V0), prefilter(pattern), placeholders, timeout=timeout)
 
