@@ -31,15 +31,17 @@ class PhaseRunner:
         self.compute: dict[str, float] = {}  # task seconds of each stage, every phase, resumed tasks included
         self.compile: dict[str, float] = {}  # seconds this run spent compiling (or loading) each stage's kernels
 
-    def for_stage(self, stage: str, upstream: dict[str, str]):
+    def for_stage(self, stage: str, upstream: dict[str, str], inputs: dict[tuple[str, str], str] | None = None):
         """The `run_phase` a stage executes with; `upstream` is, per source, the fingerprint of its results
-        before this stage."""
-        return lambda phase: self.run(stage, phase, upstream)
+        before this stage; `inputs`, per (source, shard) of the sources that changed, the digest of what the stage
+        reads of that shard (a PER_SHARD stage), so a keyed phase keeps the results of the shards that did not change."""
+        return lambda phase: self.run(stage, phase, upstream, inputs)
 
-    def run(self, stage: str, phase: Phase, upstream: dict[str, str] | None = None) -> PhaseResults:
+    def run(self, stage: str, phase: Phase, upstream: dict[str, str] | None = None,
+            inputs: dict[tuple[str, str], str] | None = None) -> PhaseResults:
         """Run the phase's tasks that have no marker; return every task's counts in plan order (and how many ran now)."""
         if phase.key is not None:
-            self._check_keys(stage, phase, upstream or {})
+            self._check_keys(stage, phase, upstream or {}, inputs or {})
         markers = [self.rundir.marker(stage, phase.name, t.key) for t in phase.tasks]
         present = fs.files_under(self.rundir.state(stage, phase.name))  # one listing, not a request per task
         done = {i for i, m in enumerate(markers) if m in present}
@@ -60,6 +62,8 @@ class PhaseRunner:
                           f" on {result['node']}" if result.get("node") else "")
                 results[task.key] = result
         self.progress.finish()
+        if done and todo and phase.accounts:
+            log.info("[%s] %d of %d shards reused, %d new", stage, len(done), len(phase.tasks), len(todo))
         self.wall[stage] = self.wall.get(stage, 0.0) + time.monotonic() - started
         out = PhaseResults(results[t.key] if t.key in results else self.rundir.read_json(markers[i]) for i, t in enumerate(phase.tasks))
         out.ran = len(todo)
@@ -90,11 +94,15 @@ class PhaseRunner:
             self.compile[stage] = self.compile.get(stage, 0.0) + seconds
             log.info("[%s] kernels ready in %.1fs", stage, seconds)
 
-    def _check_keys(self, stage: str, phase: Phase, upstream: dict[str, str]) -> None:
-        """Per source, discard a keyed phase's markers and outputs when what they depend on changed."""
+    def _check_keys(self, stage: str, phase: Phase, upstream: dict[str, str], inputs: dict[tuple[str, str], str]) -> None:
+        """Per source, discard a keyed phase's markers and outputs when what they depend on changed; where the
+        stage keys its shards (`inputs`), only those of the shards whose key changed."""
         path = self.rundir.phase_key(stage, phase.name)
         keys = phase_keys(phase, upstream)
-        recorded = (self.rundir.read_json(path) or {}).get("keys") or {}
+        stored = self.rundir.read_json(path) or {}
+        recorded, recorded_shards = stored.get("keys") or {}, stored.get("shards") or {}
+        shards = shard_keys(phase, inputs)
+        shards = {**{s: k for s, k in recorded_shards.items() if keys.get(s) == recorded.get(s)}, **shards}
         stale = sorted(s for s in set(keys) | set(recorded) if keys.get(s) != recorded.get(s))
         if not stale:
             return
@@ -102,10 +110,19 @@ class PhaseRunner:
             log.info("stage '%s': phase '%s' changed since the last run: recomputing it for %s", stage, phase.label,
                      ", ".join(again))
         for source in stale:
-            remove_source(self.rundir.state(stage, phase.name), source)
-            for output in phase.outputs:
-                remove_source(output, source)
-        self.rundir.write_json(path, {"keys": keys})
+            before, now = recorded_shards.get(source), shards.get(source)
+            if before is None or now is None:
+                remove_source(self.rundir.state(stage, phase.name), source)
+                for output in phase.outputs:
+                    remove_source(output, source)
+                continue
+            on_disk = {p.rstrip("/").rsplit("/", 1)[-1].removesuffix(".json")
+                       for p in fs.glob(fs.join(self.rundir.state(stage, phase.name), source, "*.json"))}
+            for shard in sorted(sh for sh in set(before) | on_disk if sh not in now or before.get(sh) != now[sh]):
+                for folder in (self.rundir.state(stage, phase.name), *phase.outputs):
+                    remove_shard(folder, source, shard)
+            fs.remove(fs.join(self.rundir.state(stage, phase.name), f"{source}.json"))
+        self.rundir.write_json(path, {"keys": keys, "shards": {s: v for s, v in shards.items() if s in keys}})
 
     def close(self) -> None:
         if self.executor is not None:
@@ -121,6 +138,26 @@ def phase_keys(phase: Phase, upstream: dict[str, str]) -> dict[str, str]:
         out[source] = "independent" if key is None else \
             hashlib.sha256(f"{upstream.get(source, '')}\x00{key}".encode()).hexdigest()
     return out
+
+
+def shard_keys(phase: Phase, inputs: dict[tuple[str, str], str]) -> dict[str, dict[str, str]]:
+    """Per source whose every task is a shard with a known input digest: shard -> the phase's key for that shard (its
+    own key and what the stage reads of the shard, in place of the whole source's upstream)."""
+    by_source: dict[str, dict[str, str]] = {}
+    for task in phase.tasks:
+        by_source.setdefault(task.source or "", {})[task.shard or ""] = inputs.get((task.source, task.shard)) if task.shard else None
+    out = {}
+    for source, digests in by_source.items():
+        key = phase.key.get(source) if isinstance(phase.key, dict) else phase.key
+        if source and key is not None and all(d is not None for d in digests.values()):
+            out[source] = {shard: hashlib.sha256(f"{d}\x00{key}".encode()).hexdigest() for shard, d in digests.items()}
+    return out
+
+
+def remove_shard(folder: str, source: str, shard: str) -> None:
+    """One shard's part of a folder laid out by source: `<folder>/<source>/<shard>.parquet`, `.json`, or a folder."""
+    for name in (f"{shard}.parquet", f"{shard}.json", shard):
+        fs.remove(fs.join(folder, source, name))
 
 
 def remove_source(folder: str, source: str) -> None:

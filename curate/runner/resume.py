@@ -15,11 +15,13 @@ from __future__ import annotations
 
 import hashlib
 import logging
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from curate.config.pipeline import canonical_json
 from curate.io import fs
 from curate.rundir import RunDir
+from curate.rundir.layout import ACCOUNTING
+from curate.runner.shardkeys import ShardInputs
 from curate.runner.phaserunner import remove_source
 from curate.stages.base import Stage
 
@@ -75,20 +77,30 @@ class Settlement:
     recorded: dict | None
     changed: dict[str, str]
     gone: list[str]
+    shards: dict[str, dict[str, str]] = field(default_factory=dict)   # per changed source of a PER_SHARD stage: shard -> key
+    inputs: dict[tuple[str, str], str] = field(default_factory=dict)  # (source, shard) -> digest of what it reads there
 
     @property
     def any(self) -> bool:
         return self.recorded is None or bool(self.changed or self.gone)
 
 
-def compare(run: RunDir, stage: Stage, upstream: dict[str, str], tasks) -> Settlement:
-    """The stage's fingerprints per source, compared with what its last run recorded; changes nothing."""
+def compare(run: RunDir, stage: Stage, upstream: dict[str, str], tasks, inputs: ShardInputs | None = None) -> Settlement:
+    """The stage's fingerprints per source, compared with what its last run recorded; changes nothing. With
+    `inputs`, a PER_SHARD stage also keys each shard of a changed source by its options and what it reads there."""
     parts = {s: hash_parts(p) for s, p in stage.fingerprint_parts(upstream, tasks).items()}
     fps = {s: fingerprint(p) for s, p in parts.items()}
     recorded = run.read_json(run.stage_file(stage.name))
     before = (recorded or {}).get("sources") or {}
     changed = {s: describe_change(before.get(s), parts[s]) for s in fps if (before.get(s) or {}).get("fingerprint") != fps[s]}
-    return Settlement(stage, parts, fps, recorded, changed, sorted(s for s in before if s not in fps))
+    out = Settlement(stage, parts, fps, recorded, changed, sorted(s for s in before if s not in fps))
+    if inputs is not None and stage.PER_SHARD and not stage.GLOBAL:
+        for source in changed:
+            own = {name: h for name, h in parts[source].items() if name != "upstream"}
+            digests = {t.shard: inputs.digest(stage, source, t.shard) for t in tasks if t.source == source and t.shard}
+            out.inputs.update({(source, shard): d for shard, d in digests.items()})
+            out.shards[source] = {shard: fingerprint({**own, "inputs": d}) for shard, d in digests.items()}
+    return out
 
 
 def settle(run: RunDir, s: Settlement, running: bool = True) -> None:
@@ -106,12 +118,26 @@ def settle(run: RunDir, s: Settlement, running: bool = True) -> None:
             for path in stage.owned_paths():
                 fs.remove(path)
         else:
-            for source in [*s.changed, *s.gone]:
+            before = s.recorded.get("sources") or {}
+            for source in s.gone:
                 remove_source_outputs(run, stage, source)
+            for source in s.changed:
+                recorded = (before.get(source) or {}).get("shards")
+                if running and source in s.shards and recorded is not None:
+                    now = s.shards[source]
+                    on_disk = {p.rstrip("/").rsplit("/", 1)[-1].removesuffix(".json")
+                               for p in fs.glob(run.state(stage.name, ACCOUNTING, source, "*.json"))}
+                    stale = sorted(sh for sh in set(recorded) | on_disk if sh not in now or recorded.get(sh) != now[sh])
+                    remove_shard_outputs(run, stage, source, stale)
+                else:
+                    remove_source_outputs(run, stage, source)
     keep = s.fingerprints if running else \
         {k: fp for k, fp in s.fingerprints.items() if k not in s.changed and not (stage.GLOBAL and (s.changed or s.gone))}
-    run.write_json(run.stage_file(stage.name), {"complete": False, "sources": {k: {"fingerprint": s.fingerprints[k],
-                                                                                    "parts": s.parts[k]} for k in keep}})
+    before = (s.recorded or {}).get("sources") or {}
+    shards = {k: s.shards[k] if k in s.shards else (before.get(k) or {}).get("shards") for k in keep} if running else {}
+    run.write_json(run.stage_file(stage.name), {"complete": False, "sources": {
+        k: {"fingerprint": s.fingerprints[k], "parts": s.parts[k], **({"shards": shards[k]} if shards.get(k) is not None else {})}
+        for k in keep}})
 
 
 def _report(stage: Stage, changed: dict[str, str], gone: list[str], running: bool) -> None:
@@ -126,6 +152,20 @@ def _report(stage: Stage, changed: dict[str, str], gone: list[str], running: boo
                  "" if every else f"; unchanged for {', '.join(s for s in stage.pipeline.sources if s not in changed)}")
     if gone:
         log.info("stage '%s': removing the results of %s, which the pipeline no longer has", stage.name, ", ".join(gone))
+
+
+def remove_shard_outputs(run: RunDir, stage: Stage, source: str, shards: list[str]) -> None:
+    """Some shards' outputs of a stage and the markers of its unkeyed phases (a task of the whole source, whose marker
+    is `<phase>/<source>.json`, goes too: it read every shard)."""
+    for shard in shards:
+        for path in stage.shard_outputs(source, shard):
+            fs.remove(path)
+    for phase in fs.glob(run.state(stage.name, "*")):
+        name = phase.rstrip("/").rsplit("/", 1)[-1]
+        if not name.endswith(".json") and not fs.exists(run.phase_key(stage.name, name)):
+            fs.remove(fs.join(phase, f"{source}.json"))
+            for shard in shards:
+                fs.remove(fs.join(phase, source, f"{shard}.json"))
 
 
 def remove_source_outputs(run: RunDir, stage: Stage, source: str) -> None:

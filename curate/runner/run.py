@@ -31,6 +31,8 @@ from curate.runner.progress import Progress
 from curate.runner.runlog import mark_started
 from curate.runner.resume import compare, settle, upstream_of
 from curate.runner.migrate import migrate
+from curate.runner.shardkeys import ShardInputs
+from curate.runner.shardkeys import clear_cache as clear_digests
 from curate.runner.stale import remove_stale
 from curate.runner.summary import render, stage_flags
 from curate.stages import STAGES
@@ -94,6 +96,7 @@ def run_pipeline(pipeline: Pipeline, output: str, until: str | None = None, inli
         raise CurateError(f"--output {output}: is a file; give a directory (it is made if missing) or an fsspec URI")
     progress = progress or Progress()
     clear_cache()
+    clear_digests()
     stages = build_stages(pipeline, run, until)
     for stage in stages:
         stage.preflight()
@@ -131,17 +134,18 @@ def _run_locked(pipeline, run, stages, first, until, inline, address, workers, p
                          placement(pipeline, run))
     try:
         done: dict[str, dict[str, str]] = {}
+        inputs = ShardInputs(run, {s.name: s for s in stages})
         described = False  # the run directory is changed only once a result no longer holds
         for i, stage in enumerate(stages):
             tasks = first if i == 0 else stage.plan()
             stage.check(tasks)  # a refusal here (a predicate naming an unknown column) has changed nothing yet
             upstream = upstream_of(stage, done, pipeline.sources)
-            settlement = compare(run, stage, upstream, tasks)
+            settlement = compare(run, stage, upstream, tasks, inputs)
             if not described and (settlement.any or stage.FINAL):
                 described = record_pipeline(run, pipeline)
             settle(run, settlement)
             done[stage.name] = settlement.fingerprints
-            stage.execute(tasks, runner.for_stage(stage.name, upstream))
+            stage.execute(tasks, runner.for_stage(stage.name, upstream, settlement.inputs))
             if stage.keyed_tables():
                 run.publish_tables(stage.name, stage.keyed_tables())
             state = run.read_json(run.stage_file(stage.name))

@@ -6,6 +6,7 @@ from abc import ABC, abstractmethod
 
 from curate.config.pipeline import Pipeline
 from curate.common.schema import Field
+from curate.io import fs
 from curate.rundir import RunDir
 from curate.stages.facets import Facets
 from curate.stages.phase import PhaseRunner, Task
@@ -48,6 +49,8 @@ class Stage(ABC):
     SOURCE_OPTIONS: tuple[str, ...] = ()   # options keyed by source (and `all`): a source depends on its entries only
     HOW_ONLY: tuple[str, ...] = ()         # options that change how it runs, never what it writes (threads): changing
                                            # one recomputes nothing, so they stay out of its fingerprint
+    PER_SHARD = False   # its results for a docs shard depend only on that shard's inputs (what the steps before it left
+                        # of the shard) and its options: a source that changed keeps the results of its unchanged shards
     VIEW = ""   # it writes a table keyed by id under its own name, RUN/<step>/<source>/, shown in `curate query` as
                 # a view named after the step and in this view over every step of the kind ("signals", "scores")
 
@@ -138,6 +141,16 @@ class Stage(ABC):
         of its unkeyed phases are removed by the runner)."""
         return [self.run.path("ledger", self.name, source), *(self.run.path(*t.split("/"), source) for t in self.tables(self.name)),
                 *([self.run.path(self.name, source)] if self.VIEW else [])]
+
+    def shard_outputs(self, source: str, shard: str) -> list[str]:
+        """The files this stage wrote for one docs shard: what a later step reads of that shard, hashed into the later
+        step's per-shard key (`PER_SHARD`); a missing one counts as absent."""
+        return [fs.join(folder, f"{shard}.parquet") for folder in self.source_outputs(source)]
+
+    def shard_reads(self, source: str, shard: str) -> list[str]:
+        """Files of one docs shard it reads beyond the live documents and the files of the steps it needs (tokenize:
+        the dedup clusters that rehydration weighs), for its per-shard key."""
+        return []
 
     @abstractmethod
     def plan(self) -> list[Task]:

@@ -196,6 +196,10 @@ class ClusterStage(ShardStage):
     def owned_paths(self) -> list[str]:
         return [self.run.path(self.name, "clusters"), *super().owned_paths()]
 
+    def shard_outputs(self, source: str, shard: str) -> list[str]:
+        """Its ledger and its clusters (rehydration reads their sizes)."""
+        return [*super().shard_outputs(source, shard), self.run.clusters(self.name, source, shard)]
+
     def graph_root(self) -> str:
         return self.run.work(self.name, "graph")
 

@@ -104,6 +104,8 @@ class DecontaminateStage(ShardStage):
     def reads(self, tasks, source):
         return {f"eval set {name} ({spec['path']})": file_identity(spec["path"]) for name, spec in self.options["sets"].items()}
 
+    PER_SHARD = False   # which grams are frequent follows every shard
+
     def fingerprint_parts(self, upstream, tasks):
         """Grams are counted over the whole corpus, so each source's decisions depend on every source's documents
         (the scan of each source depends on its own documents only: a keyed phase)."""

@@ -149,7 +149,8 @@ class DualUseStage(ShardStage):
         """The term file and the classifier's files, by content: either replaced at the same path re-decides
         (the scan and the scores are keyed phases, recomputed by the same change)."""
         model = self.model()
-        return {f"term file {self.options['terms']}": file_identity(self.terms_path()),
+        schema = DocumentSchema.of_docs(self.run, [(t.payload.source, t.payload.shard) for t in tasks]).schema
+        return {f"term file {self.options['terms']}": file_identity(self.terms_path()), "schema": schema.to_string(),
                 **({f"model {model.spec.path}": model.fingerprint()} if model else {})}
 
     def execute(self, tasks, run_phase) -> None:

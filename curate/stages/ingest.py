@@ -12,6 +12,7 @@ stage plans from.
 
 from __future__ import annotations
 
+import hashlib
 from functools import partial
 
 import numpy as np
@@ -32,6 +33,13 @@ from curate.stages.phase import Phase, Task
 from curate.stages.registry import STAGES, stage
 
 
+def stable_name(relative: str) -> str:
+    """A docs shard's name from its input file's name (relative to its source's base), not from the file's place in
+    the sorted glob: a file added to a source, wherever its name sorts, renames no other file's shard, so the results
+    of the others (their docs, every later step's per-shard files) stay where they are and can be reused."""
+    return hashlib.sha256(relative.encode()).hexdigest()[:12]
+
+
 @stage("ingest")
 class IngestStage(Stage):
     PRODUCES = ("docs",)
@@ -41,8 +49,8 @@ class IngestStage(Stage):
         tasks = []
         for source in self.pipeline.sources.values():
             fmt = FORMATS[source.format]
-            for index, f in enumerate(self._files(source)):
-                for rt in self._split(source, fmt, f, index):
+            for f in self._files(source):
+                for rt in self._split(source, fmt, f):
                     tasks.append(Task(f"{source.name}/{rt.shard}", f.path, rt, source.name, rt.shard))
         return tasks
 
@@ -117,10 +125,11 @@ class IngestStage(Stage):
                 files.append(f)
         return files
 
-    def _split(self, source, fmt, f: fs.InputFile, index: int) -> list[ReadTask]:
+    def _split(self, source, fmt, f: fs.InputFile) -> list[ReadTask]:
         version = content_hash(f.path, source.storage_options) if self.pipeline.execution["fingerprint"] == "content" \
             and not f.unreadable else f.version
-        whole = ReadTask(source.name, f.path, f.relative, f"{index:06d}-0000", f.size, unreadable=f.unreadable, version=version)
+        whole = ReadTask(source.name, f.path, f.relative, f"{stable_name(f.relative)}-0000", f.size, unreadable=f.unreadable,
+                         version=version)
         if f.unreadable:  # never open a dangling link or a FIFO: it is a ledger row
             return [whole]
         return READERS[fmt.kind].plan(whole, fmt, source.storage_options, self.pipeline.execution["task_size_mb"] << 20)
@@ -133,6 +142,10 @@ class IngestStage(Stage):
                 "inputs": [(t.payload.path, t.payload.size, t.payload.version, t.shard) for t in tasks if t.source == source],
                 "id_partitions": id_partitions(sum(t.payload.size for t in tasks)),
                 "max_bad_fraction": self.pipeline.execution["max_bad_fraction"]}
+
+    def shard_outputs(self, source: str, shard: str) -> list[str]:
+        """A docs shard and its ledger: what later steps read of it (its id partitions follow the run's size)."""
+        return [self.run.docs(source, shard), self.run.ledger(self.name, source, shard)]
 
     def source_outputs(self, source: str) -> list[str]:
         return [*super().source_outputs(source), self.run.work(self.name, "duplicates", source),

@@ -18,6 +18,10 @@ class KeptStage(ShardStage):
 
     TABLES = ("kept",)
 
+    def reads(self, tasks, source):
+        """The shared schema: every kept file has every source's columns, so a new column anywhere rewrites them all."""
+        return {"schema": DocumentSchema.of_docs(self.run, [(t.payload.source, t.payload.shard) for t in tasks]).schema.to_string()}
+
     def execute(self, tasks, run_phase) -> None:
         self.documents = DocumentSchema.of_docs(self.run, [(t.payload.source, t.payload.shard) for t in tasks])
         super().execute(tasks, run_phase)

@@ -69,6 +69,7 @@ class ShardStage(Stage):
     COLUMNS: list[str] | None = None   # the docs columns `process` reads (None: all)
     ROW_NUMBERS = False                # add `_row`, each document's row in the docs shard file
     CONCURRENT = False                 # its shards may be processed at once in one process (`Phase.concurrent`)
+    PER_SHARD = True                   # a shard's results follow from its own inputs (unless GLOBAL, or a kind says not)
     resources = Resources()
 
     def plan(self) -> list[Task[ShardRef]]:

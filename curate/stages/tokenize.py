@@ -48,6 +48,12 @@ class TokenizeStage(ShardStage):
     def reads(self, tasks, source):
         return {f"tokenizer {self.options['tokenizer']}": tokenizer_identity(self.options["tokenizer"])}
 
+    def shard_reads(self, source, shard):
+        """With rehydration, each document's copies follow its dedup cluster's size."""
+        record = self.run.find_record(self.upstream["mix"], MixRecord) if "mix" in self.upstream else None
+        rehydrate = (record.plan or {}).get("rehydrate") if record is not None else None
+        return [self.run.clusters(rehydrate["dedup"], source, shard)] if rehydrate else []
+
     def load_tokenizer(self):
         from curate.tokens.tokenizer import load_tokenizer
 

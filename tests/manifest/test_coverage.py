@@ -12,10 +12,11 @@ from curate.errors import CurateError
 from curate.manifest.verify import verify
 from curate.rundir.edits import apply_edits, read_spans
 from curate.rundir import RunDir
+from curate.stages.ingest import stable_name
 
 from conftest import run_cli
 
-SHARD = "000000-0000"
+SHARD = f"{stable_name('a.jsonl')}-0000"   # the docs shard of a.jsonl
 
 
 @pytest.fixture(scope="module")

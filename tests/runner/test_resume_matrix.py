@@ -196,9 +196,11 @@ MUTATIONS = {
     "classify model file replaced": (lambda ws: _replace(ws, "q.bin", "models/q.bin"), BEFORE_MIX, ["quality_filter"]),
     "dual_use model file replaced": (lambda ws: _replace(ws, "du.bin", "models/du.bin"), {"dual_use"} | AFTER_MIX,
                                      ["dual_use/scan"]),
-    "dual_use term file edited": (lambda ws: _append(ws, "terms.txt", "\nhoney\nwax\n"), {"dual_use"} | AFTER_MIX, ["quality"]),
-    "dual_use threshold": (_set("stages.dual_use.threshold=0.95"), {"dual_use"} | AFTER_MIX,
-                           ["dual_use/scan", "dual_use/classifier"]),
+    # tokenize and kept reuse every shard whose live documents did not change (only dual_use's table did)
+    "dual_use term file edited": (lambda ws: _append(ws, "terms.txt", "\nhoney\nwax\n"), {"dual_use", "mix", "pack", "manifest"},
+                                  ["quality", "tokenize", "kept"]),
+    "dual_use threshold": (_set("stages.dual_use.threshold=0.95"), {"dual_use", "mix", "pack", "manifest"},
+                           ["dual_use/scan", "dual_use/classifier", "tokenize", "kept"]),
     "dual_use switched off": (_set("stages.dual_use.enabled=false"), AFTER_MIX, []),
     "filter recipe file edited in place": (lambda ws: _yaml_file(ws, "filters/mini.yaml", ">= 20", ">= 150"),
                                            {"quality_filter"} | BEFORE_MIX, ["signals"]),
@@ -206,9 +208,10 @@ MUTATIONS = {
     "filter switched off": (_set("stages.quality_filter.enabled=false"), BEFORE_MIX, ["signals"]),
     "input file edited in place": (_edit_text, ALL, []),
     "input file added": (_add_file, ALL, []),
-    "input file removed": (_remove_file, ALL, []),
+    "input file removed": (_remove_file, {"ingest", "minhash", "dedup", "mix", "tokenize", "pack", "manifest"},
+                           ["signals", "quality_filter", "quality", "dual_use", "kept"]),   # the other shards' results hold
     "priority": (_set("priority=[dolma_cc, fwe, dclm, zyda]"), ALL - {"ingest"}, ["ingest"]),
-    "source removed": (_remove_source, ALL - {"ingest"}, []),
+    "source removed": (_remove_source, ALL - {"ingest", "signals", "quality_filter"}, ["signals", "quality_filter"]),
     "tokenizer": (_tokenizer_file, AFTER_MIX, ["dual_use"]),
     "mix epochs": (_set("stages.mix.epochs.dclm=0.7"), AFTER_MIX, ["dual_use"]),
     "pack seq_len": (_set("stages.pack.seq_len=129"), {"pack", "manifest"}, ["kept", "tokenize"]),
@@ -234,7 +237,7 @@ NARROW = {
     "classify keep predicate": {"quality": {"zyda"}, "dual_use": {"zyda"}},
     "classify model file replaced": {"quality": {"zyda", "dolma_cc"}, "dual_use": {"zyda", "dolma_cc"}},
     "input file edited in place": {"ingest": {"zyda"}},
-    "input file added": {"ingest": {"dolma_cc"}},
+    "input file added": {"ingest": {"dolma_cc"}, "signals": {"dolma_cc"}, "quality_filter": {"dolma_cc"}},
     "input file removed": {"ingest": {"dclm"}},
 }
 

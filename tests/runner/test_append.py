@@ -1,0 +1,137 @@
+"""Append-only runs: new input files join a finished run, only their work is done, and the run directory equals a
+fresh run over the union byte for byte (bench/compare_runs.py), after each of three appends: a file added to a
+source, a new source of the lowest priority, a new source of the highest priority whose documents copy kept ones.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import shutil
+import sys
+from pathlib import Path
+
+import pyarrow.parquet as pq
+import pytest
+
+from curate.dualuse import demo_terms_path
+from curate.sample import make_sample
+
+from conftest import kill_9_when, run_cli
+
+sys.path[:0] = [str(Path(__file__).resolve().parents[2] / "bench"), str(Path(__file__).resolve().parent)]
+from compare_runs import compare  # noqa: E402
+
+from test_resume_matrix import PIPELINE, RECIPE, accounting_holds, markers  # noqa: E402
+
+
+def _dolma(path: Path, rows: list[tuple[str, str]]) -> None:
+    """A Dolma file (JSON lines, gzip) of (id, text)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    lines = [json.dumps({"id": i, "text": t, "source": "test", "metadata": {"url": f"https://example.com/{i}"}}) for i, t in rows]
+    path.write_bytes(gzip.compress(("\n".join(lines) + "\n").encode(), mtime=0))
+
+
+def _texts(ws: Path, glob: str, n: int, skip: int = 0) -> list[str]:
+    files = sorted(ws.glob(glob))
+    return [t for f in files for t in pq.read_table(f, columns=["text"]).column("text").to_pylist()][skip:skip + n]
+
+
+def _add_source(ws: Path, name: str, path: str, first: bool) -> None:
+    text = (ws / "pipeline.yaml").read_text()
+    text = text.replace("sources:\n", f"sources:\n  {name}: {{format: dolma, paths: '{path}'}}\n")
+    order = "[fwe, dclm, zyda, dolma_cc]"
+    now = text.split("priority: ")[1].split("\n")[0]
+    assert now.startswith("[") and order[1:-1] in now
+    text = text.replace(f"priority: {now}", f"priority: [{name}, {now[1:]}" if first else f"priority: {now[:-1]}, {name}]")
+    (ws / "pipeline.yaml").write_text(text)
+
+
+@pytest.fixture(scope="module")
+def corpus(tmp_path_factory):
+    ws = tmp_path_factory.mktemp("append") / "ws"
+    make_sample(ws / "corpus", docs=200, seed=0)
+    (ws / "models").mkdir()
+    shutil.copy2(ws / "corpus/models/quality_standin.bin", ws / "models/q.bin")
+    shutil.copy2(ws / "corpus/models/dual_use_demo.bin", ws / "models/du.bin")
+    shutil.copy2(demo_terms_path(), ws / "terms.txt")
+    (ws / "filters").mkdir()
+    (ws / "filters/mini.yaml").write_text(RECIPE)
+    (ws / "pipeline.yaml").write_text(PIPELINE)
+    return ws
+
+
+def _run(ws: Path, out: str, capfd=None) -> list[str]:
+    """Run the pipeline into `out`; with `capfd`, not quietly, and return the lines it said."""
+    if capfd is not None:
+        capfd.readouterr()
+    assert run_cli("pipeline.yaml", "--output", out, "--inline", "--no-report", *([] if capfd is not None else ["-q"])) == 0
+    if capfd is None:
+        return []
+    said = capfd.readouterr()
+    return (said.out + said.err).splitlines()
+
+
+def _equals_fresh(ws: Path, label: str) -> None:
+    shutil.rmtree(ws / "fresh", ignore_errors=True)
+    _run(ws, "fresh")
+    differ = compare(str(ws / "fresh"), str(ws / "run"))
+    assert differ == [], f"{label}: {differ[:10]}"
+    accounting_holds(ws / "run")
+
+
+def test_three_appends_compute_only_new_work_and_equal_a_fresh_run(corpus, monkeypatch, capfd):
+    ws = corpus
+    monkeypatch.chdir(ws)
+    _run(ws, "run")
+    accounting_holds(ws / "run")
+
+    # 1. a new file in an existing source (dolma_cc), with copies of FineWeb-Edu texts planted in it
+    before = markers(ws / "run")
+    planted = _texts(ws, "corpus/fwe/data/CC-MAIN-2024-10/*.parquet", 6)
+    _dolma(ws / "corpus/dolma_cc/data/cc_en_head/aaa-new-dump.json.gz",
+           [(f"new-{i}", t) for i, t in enumerate(planted)] + [(f"fresh-{i}", f"an entirely new page number {i} " * 30) for i in range(5)])
+    lines = _run(ws, "run", capfd)
+    after = markers(ws / "run")
+    rewritten = {k for k, t in after.items() if before.get(k) != t}
+    old_signals = {k for k in before if k.startswith("signals/shards/")}
+    assert old_signals and not (old_signals & rewritten), "an unchanged shard's signals were computed again"
+    assert not any(k.startswith("quality/model-q/zyda/") for k in rewritten), "a model scored an unchanged shard again"
+    new_signals = {k for k in after if k.startswith("signals/shards/")} - set(before)
+    assert len(new_signals) == 1
+    assert any("[signals]" in line and "reused, 1 new" in line for line in lines), lines
+    _equals_fresh(ws, "a file added to dolma_cc")
+
+    # 2. a new source of the lowest priority
+    _dolma(ws / "corpus/extra/part-0.json.gz", [(f"x-{i}", f"extra source page {i} about rivers and mountains " * 20) for i in range(8)])
+    _add_source(ws, "extra", "corpus/extra/*.json.gz", first=False)
+    _run(ws, "run")
+    _equals_fresh(ws, "a lowest-priority source")
+
+    # 3. a new source of the highest priority, copying documents that were kept
+    kept = _texts(ws, "run/kept/dclm/*.parquet", 5)
+    _dolma(ws / "corpus/top/part-0.json.gz", [(f"top-{i}", t) for i, t in enumerate(kept)])
+    _add_source(ws, "top", "corpus/top/*.json.gz", first=True)
+    _run(ws, "run")
+    _equals_fresh(ws, "a highest-priority source")
+    removed = pq.read_table(ws / "run/ledger/dedup/dclm").to_pylist()
+    assert sum(r["reason"].endswith(":top") for r in removed) >= len(kept) - 1, "the copies in dclm go to the source above it"
+
+
+def test_kill_9_during_an_append_then_a_rerun_equals_a_fresh_run(corpus, monkeypatch, tmp_path):
+    ws = tmp_path / "ws"
+    shutil.copytree(corpus, ws, ignore=shutil.ignore_patterns("run", "fresh"))
+    (ws / "pipeline.yaml").write_text(PIPELINE)
+    for extra in ("corpus/extra", "corpus/top", "corpus/dolma_cc/data/cc_en_head/aaa-new-dump.json.gz"):
+        p = ws / extra
+        shutil.rmtree(p) if p.is_dir() else p.unlink(missing_ok=True)
+    monkeypatch.chdir(ws)
+    _run(ws, "run")
+    _dolma(ws / "corpus/dolma_cc/data/cc_en_head/zzz-new.json.gz",
+           [(f"late-{i}", f"a late page number {i} on gardening and soil " * 25) for i in range(12)])
+    signals = ws / "run/_state/signals/shards/dolma_cc"
+    old = {p.name for p in signals.glob("*.json")}
+    cmd = [sys.executable, "-m", "curate", "run", "pipeline.yaml", "--output", "run", "--inline", "-q", "--no-report"]
+    kill_9_when(cmd, lambda: signals.exists() and {p.name for p in signals.glob("*.json")} - old, 180, cwd=ws)
+    _run(ws, "run")
+    _equals_fresh(ws, "after kill -9")
