@@ -101,7 +101,7 @@ def test_a_reader_that_only_reads_a_file_gets_ids_checks_batches_and_counting_fr
     task = ReadTask("s", str(tmp_path / "x.tsv"), "x.tsv", "x.tsv-0000", len(body))
     bad, stats = BadRecords("s", "x.tsv"), {}
     batches = list(TsvReader().read(task, TsvReader.formats[0], io.BytesIO(body), ReadOptions(batch_rows=2), bad, stats))
-    assert [b.num_rows for b in batches] == [2, 0, 1]   # batches of at most batch_rows records, bad ones dropped
+    assert [b.num_rows for b in batches] == [2, 1]   # batches of batch_rows documents (the last: the rest), bad ones dropped
     docs = pa.concat_tables(batches)
     assert docs.column_names == ["id", "text", "n"]
     assert docs.column("id").to_pylist() == ["a", "s/x.tsv/1", "d"]
