@@ -1,10 +1,11 @@
 """JSON Lines reader (plain, gzip or zstd, sniffed): DCLM, Dolma and generic JSONL.
 
 Parsing a JSON line is per-record work by nature; everything else (batching, typing, writing) is Arrow.
-Each rejected line is recorded with a reason: invalid_utf8, invalid_json, not_an_object, missing_text,
-bad_text_type, empty_text, duplicate_id; and once per file: truncated_file (the compressed stream is cut
-short or corrupt; every complete line before is read), trailing_garbage (bytes after the end of the
-compressed stream).
+The reader implements `read_file`: each line it cannot make a record of is recorded at its line with a
+reason: invalid_utf8, invalid_json, not_an_object, missing_text, bad_text_type, too_deep; and once per
+file: truncated_file (the compressed stream is cut short or corrupt; every complete line before is read),
+trailing_garbage (bytes after the end of the compressed stream). The base `Reader.read` finds the rest
+(empty_text, duplicate_id) and keeps the ledger in line order.
 
 orjson parses every line; the few lines it rejects get a second chance with Python's `json`, which
 accepts what Python's `json.dumps` writes by default (`NaN`, `Infinity`, `-Infinity`; they become null).
