@@ -66,18 +66,21 @@ class ReadTask:
 
 @dataclass
 class BadRecords:
-    """Collects rejected records so they reach the ledger with a reason and where they were found."""
+    """Collects rejected records so they reach the ledger with a reason and where they were found; `at`, a
+    record's position in its file, lets the base `Reader.read` keep the ledger in file order."""
 
     source: str
     relative: str
     ids: list = field(default_factory=list)
     reasons: list = field(default_factory=list)
     details: list = field(default_factory=list)
+    positions: list = field(default_factory=list)
 
-    def add(self, record_id: str, kind: str, where: str, message: str) -> None:
+    def add(self, record_id: str, kind: str, where: str, message: str, at: int | None = None) -> None:
         self.ids.append(record_id)
         self.reasons.append(BAD_PREFIX + kind)
         self.details.append(f"{self.relative} {where}: {message}"[:500])
+        self.positions.append(at)
 
     def __len__(self) -> int:
         return len(self.ids)
@@ -87,6 +90,13 @@ class BadRecords:
         for r in self.reasons:
             out[r] = out.get(r, 0) + 1
         return out
+
+    def order_from(self, start: int) -> None:
+        """Put the records added since `start` in position order (stable; those with no position last)."""
+        order = sorted(range(start, len(self.ids)), key=lambda i: (self.positions[i] is None, self.positions[i] or 0))
+        if order != list(range(start, len(self.ids))):
+            for column in (self.ids, self.reasons, self.details, self.positions):
+                column[start:] = [column[i] for i in order]
 
 
 @dataclass(frozen=True)
@@ -103,12 +113,14 @@ class Reader:
     (`schema`), and how one file's records are read (`read_file`).
 
     A reader implements only `read_file`: Arrow tables of the file's records as they are (the text column named
-    by the format, the id column if any, the rest). The base's `read` makes them documents: the source's id or
-    the positional one, null, blank or non-UTF-8 texts and repeated ids to `bad`, batches of `batch_rows`, and
-    every record counted in `stats["records"]` (those `read_file` itself adds to `bad`, e.g. a line that is not
-    JSON, included), so the accounting identity holds whatever the kind. A reader whose checks are its own
-    (JSON Lines' per-line parsing, Parquet's lost row groups) overrides `read` instead and keeps that contract.
-    `formats` are the presets this kind offers by name.
+    by `record_format(fmt)`, the id column if any, the rest, and optionally a `POSITION` column, each record's
+    place in the file, when that is not its row: see `where`). What `read_file` cannot make a record of (a line
+    that is not JSON, a cut-short stream) it adds to `bad` itself, with `at=` its position. The base's `read`
+    makes documents of the rest: the source's id or the positional one, null, blank or non-UTF-8 texts and
+    repeated ids to `bad`, the ledger in position order, batches of `batch_rows` documents, and every record
+    counted in `stats["records"]` (those `read_file` added to `bad` included), so the accounting identity holds
+    whatever the kind. A reader whose checks are its own (Parquet's lost row groups) overrides `read` instead
+    and keeps that contract. `formats` are the presets this kind offers by name.
     """
 
     kind: str = ""
@@ -130,25 +142,56 @@ class Reader:
         schema = self.schema(fmt)
         return None if schema is None else schema.names
 
+    def record_format(self, fmt: Format) -> Format:
+        """The text and id columns of `read_file`'s tables: the source's own fields unless the reader renames them
+        (JSON Lines reads dotted paths into plain `text` and `id` columns)."""
+        return fmt
+
+    def where(self, position: int) -> str:
+        """Where the record at `position` is, as a ledger detail says it: `row 12` (JSON Lines: `line 13`)."""
+        return f"row {position}"
+
     def read_file(self, task: ReadTask, fmt: Format, handle, options: ReadOptions, bad: BadRecords) -> Iterator[pa.Table]:
         """The records of one task from `handle` (its file, opened by ingest), as Arrow tables in file order."""
         raise NotImplementedError(f"{type(self).__name__} implements neither read_file nor read")
 
     def read(self, task: ReadTask, fmt: Format, handle, options: ReadOptions, bad: BadRecords,
              stats: dict) -> Iterator[pa.Table]:
-        """Document batches of one task: `read_file`'s records with ids, checks and counting (readers/documents.py)."""
+        """Document batches of one task: `read_file`'s records with ids, checks and counting (readers/documents.py),
+        in batches of `batch_rows` documents."""
         from curate.readers.documents import documents
 
-        row, seen, tables = task.row_offset, set(), iter(self.read_file(task, fmt, handle, options, bad))
+        records, row, seen = self.record_format(fmt), task.row_offset, set()
+        tables, held = iter(self.read_file(task, fmt, handle, options, bad)), []
         while True:
             before = len(bad)
             table = next(tables, None)
             stats["records"] = stats.get("records", 0) + len(bad) - before   # records read_file rejected itself
             if table is None:
-                return
+                break
             for batch in table.to_batches(max_chunksize=options.batch_rows):
-                yield documents(task, fmt, batch, row, set(), seen, bad, stats)
+                held.append(documents(task, records, batch, row, set(), seen, bad, stats, self.where))
                 row += batch.num_rows
+            bad.order_from(before)
+            yield from _full_batches(held, options.batch_rows)
+        yield from _full_batches(held, options.batch_rows, last=True)
+
+
+def _full_batches(held: list[pa.Table], size: int, last: bool = False) -> Iterator[pa.Table]:
+    """Tables of exactly `size` rows from those `held` (the rest stays held), or of what is left when `last`;
+    each one contiguous, so its Parquet row group is the same however `read_file` cut its tables."""
+    rows = sum(t.num_rows for t in held)
+    if rows < size and not (last and rows):
+        return
+    whole = pa.concat_tables([t if t.schema == held[0].schema else t.cast(held[0].schema) for t in held])
+    held.clear()
+    start = 0
+    while rows - start >= size or (last and start < rows):
+        part = whole.slice(start, size)
+        yield part.combine_chunks() if part.column(0).num_chunks > 1 else part
+        start += part.num_rows
+    if start < rows:
+        held.append(whole.slice(start))
 
 
 class _ByName(dict):

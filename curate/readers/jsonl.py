@@ -1,10 +1,11 @@
 """JSON Lines reader (plain, gzip or zstd, sniffed): DCLM, Dolma and generic JSONL.
 
 Parsing a JSON line is per-record work by nature; everything else (batching, typing, writing) is Arrow.
-Each rejected line is recorded with a reason: invalid_utf8, invalid_json, not_an_object, missing_text,
-bad_text_type, empty_text, duplicate_id; and once per file: truncated_file (the compressed stream is cut
-short or corrupt; every complete line before is read), trailing_garbage (bytes after the end of the
-compressed stream).
+The reader implements `read_file`: each line it cannot make a record of is recorded at its line with a
+reason: invalid_utf8, invalid_json, not_an_object, missing_text, bad_text_type, too_deep; and once per
+file: truncated_file (the compressed stream is cut short or corrupt; every complete line before is read),
+trailing_garbage (bytes after the end of the compressed stream). The base `Reader.read` finds the rest
+(empty_text, duplicate_id) and keeps the ledger in line order.
 
 orjson parses every line; the few lines it rejects get a second chance with Python's `json`, which
 accepts what Python's `json.dumps` writes by default (`NaN`, `Infinity`, `-Infinity`; they become null).
@@ -23,6 +24,7 @@ import pyarrow as pa
 
 from curate.io.lines import iter_byte_range, iter_lines
 from curate.readers.base import BadRecords, Format, ReadOptions, Reader, ReadTask, register
+from curate.readers.documents import POSITION
 from curate.readers.split import split_jsonl
 
 
@@ -122,16 +124,25 @@ def output_schema(fmt: Format) -> pa.Schema:
     return pa.schema(fields)
 
 
+def _record_schema(fmt: Format) -> pa.Schema:
+    """The columns of `read_file`'s tables: the id (when the source has one) and text as plain `id` and `text`,
+    then the document's other columns and each record's line number."""
+    fields = output_schema(fmt)
+    if not fmt.id:
+        fields = fields.remove(0)
+    return fields.append(pa.field(POSITION, pa.int64()))
+
+
 class _Columns:
-    """Column buffers for one output batch."""
+    """Column buffers for one table of records."""
 
     def __init__(self, fmt: Format):
         self.fmt = fmt
-        self.schema = output_schema(fmt)
+        self.schema = _record_schema(fmt)
         self.cols = {name: [] for name in self.schema.names}
 
     def __len__(self):
-        return len(self.cols["id"])
+        return len(self.cols[POSITION])
 
     def table(self) -> pa.Table:
         arrays = []
@@ -153,8 +164,11 @@ def _coerce(value, type_):
         return None
 
 
-def read_jsonl(task: ReadTask, fmt: Format, handle, batch_rows: int, bad: BadRecords, stats: dict) -> Iterator[pa.Table]:
-    """Yield document batches from one JSONL file; bad lines go to `bad`; `stats["records"]` counts input records."""
+def read_jsonl(task: ReadTask, fmt: Format, handle, batch_rows: int, bad: BadRecords) -> Iterator[pa.Table]:
+    """Yield tables of the records of one JSONL file (`_record_schema`); the lines that give no record with a
+    text (not JSON, not an object, no text or a text that is not a string, fields nested too deep) and a
+    cut-short stream or bytes after it go to `bad` at their line. Blank texts and repeated ids are left to
+    the base `Reader.read`, which makes documents of these records."""
     consumed = {fmt.text} | {name for name, _ in fmt.promote}
     if fmt.id and "." not in fmt.id:
         consumed.add(fmt.id)
@@ -164,15 +178,12 @@ def read_jsonl(task: ReadTask, fmt: Format, handle, batch_rows: int, bad: BadRec
     get_text = field_getter(fmt.text)
     get_url = field_getter(fmt.url) if fmt.url else None
     cols = _Columns(fmt)
-    seen_ids: set = set()
     result: dict = {}
-    records = 0
     if task.byte_range is not None:
         lines = iter_byte_range(handle, *task.byte_range)
     else:
         lines = iter_lines(handle, result, *(task.line_range or (0, None)))
     for lineno, line in lines:
-        records += 1
         fallback = f"{task.id_prefix}/{lineno}"
         where = f"line {lineno + 1}"
         try:
@@ -180,10 +191,10 @@ def read_jsonl(task: ReadTask, fmt: Format, handle, batch_rows: int, bad: BadRec
         except orjson.JSONDecodeError as exc:
             obj, problem = _parse_slow(line, exc)
             if problem is not None:
-                bad.add(fallback, problem[0], where, problem[1])
+                bad.add(fallback, problem[0], where, problem[1], lineno)
                 continue
         if not isinstance(obj, dict):
-            bad.add(fallback, "not_an_object", where, f"expected a JSON object, got {type(obj).__name__}")
+            bad.add(fallback, "not_an_object", where, f"expected a JSON object, got {type(obj).__name__}", lineno)
             continue
         doc_id = get_id(obj) if get_id else None
         if doc_id is None or doc_id == "":
@@ -192,27 +203,23 @@ def read_jsonl(task: ReadTask, fmt: Format, handle, batch_rows: int, bad: BadRec
             doc_id = id_text(doc_id, line, get_id)
         text = get_text(obj)
         if text is None:
-            bad.add(doc_id, "missing_text", where, f"no '{fmt.text}' field")
+            bad.add(doc_id, "missing_text", where, f"no '{fmt.text}' field", lineno)
             continue
         if not isinstance(text, str):
-            bad.add(doc_id, "bad_text_type", where, f"'{fmt.text}' is {type(text).__name__}, expected a string")
-            continue
-        if not text.strip():
-            bad.add(doc_id, "empty_text", where, "text is empty or whitespace")
+            bad.add(doc_id, "bad_text_type", where, f"'{fmt.text}' is {type(text).__name__}, expected a string", lineno)
             continue
         rest = {k: v for k, v in obj.items() if k not in consumed}
         try:
             meta = orjson.dumps(rest).decode() if rest else None
         except orjson.JSONEncodeError as exc:  # nested past orjson's 255 levels: the record, not the run, is bad
-            bad.add(doc_id, "too_deep", where, f"a field other than the text is nested too deeply to store ({exc})")
-            continue
-        if get_id:
-            if doc_id in seen_ids:
-                bad.add(f"{fallback}#dup", "duplicate_id", where, f"id {doc_id!r} already seen in this file")
+            if text.strip():   # a blank text is the first fault: the base reports it (str.isspace is Arrow's whitespace)
+                bad.add(doc_id, "too_deep", where, f"a field other than the text is nested too deeply to store ({exc})",
+                        lineno)
                 continue
-            seen_ids.add(doc_id)
+            meta = None
         c = cols.cols
-        c["id"].append(doc_id)
+        if get_id:
+            c["id"].append(doc_id)
         c["text"].append(text)
         if get_url:
             url = get_url(obj)
@@ -220,21 +227,19 @@ def read_jsonl(task: ReadTask, fmt: Format, handle, batch_rows: int, bad: BadRec
         for name, _ in fmt.promote:
             c[name].append(obj.get(name))
         c["meta"].append(meta)
+        c[POSITION].append(lineno)
         if len(cols) >= batch_rows:
             yield cols.table()
     if len(cols):
         yield cols.table()
     truncation = result.get("truncation")
     if truncation is not None:
-        records += 1
         bad.add(f"{task.id_prefix}/truncated@{truncation.line}", "truncated_file", f"line {truncation.line + 1}",
                 truncation.cause)
     trailing = result.get("trailing")
     if trailing is not None:
-        records += 1
         bad.add(f"{task.id_prefix}/trailing@{trailing.offset}", "trailing_garbage", f"byte {trailing.offset}",
                 trailing.describe())
-    stats["records"] = stats.get("records", 0) + records
 
 
 @register
@@ -257,5 +262,11 @@ class JsonlReader(Reader):
     def schema(self, fmt: Format) -> pa.Schema:
         return output_schema(fmt)
 
-    def read(self, task: ReadTask, fmt: Format, handle, options: ReadOptions, bad: BadRecords, stats: dict) -> Iterator[pa.Table]:
-        return read_jsonl(task, fmt, handle, options.batch_rows, bad, stats)
+    def record_format(self, fmt: Format) -> Format:
+        return Format(fmt.name, fmt.kind, "text", "id" if fmt.id else None, fmt.url, fmt.promote, fmt.doc)
+
+    def where(self, position: int) -> str:
+        return f"line {position + 1}"
+
+    def read_file(self, task: ReadTask, fmt: Format, handle, options: ReadOptions, bad: BadRecords) -> Iterator[pa.Table]:
+        return read_jsonl(task, fmt, handle, options.batch_rows, bad)

@@ -13,11 +13,12 @@ from typing import Iterator
 
 import orjson
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from curate.io.fs import exists, open_input, printable
 from curate.io.lines import iter_lines
-from curate.readers.base import BadRecords, Format, ReadOptions, Reader, ReadTask, register
-from curate.readers.jsonl import output_schema, read_jsonl
+from curate.readers.base import BadRecords, Format, ReadOptions, ReadTask, register
+from curate.readers.jsonl import JsonlReader, output_schema
 
 
 def document_key(path: str) -> str:
@@ -43,33 +44,29 @@ def _signals(path: str, storage_options: dict) -> Iterator[tuple[str, bytes]]:
             raise ValueError(f"{path}: {result['truncation'].cause}")
 
 
-def read_rpv2(task: ReadTask, fmt: Format, handle, batch_rows: int, bad: BadRecords, stats: dict,
-              storage_options: dict) -> Iterator[pa.Table]:
-    key = document_key(task.path)
-    sig_path = signals_path(task.path)
-    signals = _signals(sig_path, storage_options) if exists(sig_path) else None
-    # RPv2 ids are "<key>/<row>": reuse the JSONL reader with that prefix, then attach the signals.
-    keyed = ReadTask(task.source, task.path, printable(key), task.shard, task.size)
-    for table in read_jsonl(keyed, fmt, handle, batch_rows, bad, stats):
-        ids = [i.removeprefix(f"{task.source}/") for i in table.column("id").to_pylist()]
-        table = table.set_column(0, "id", pa.array(ids, pa.string()))
-        values = None
-        if signals is not None:
-            values = []
-            for doc_id in ids:
-                for sig_id, payload in signals:
-                    if sig_id == doc_id:
-                        values.append(payload.decode())
-                        break
-                else:
-                    raise ValueError(f"{sig_path}: no quality signals for document {doc_id}")
-        table = table.append_column("quality_signals", pa.array(values if values is not None else [None] * len(ids), pa.string()))
-        yield table
+def with_signals(table: pa.Table, source: str, signals: Iterator[tuple[str, bytes]] | None, sig_path: str) -> pa.Table:
+    """Documents whose positional ids `<source>/<key>/<line>` become RPv2's own `<key>/<line>`, with their
+    `quality_signals` (null without a signals file). The signals file may hold lines for records that are
+    not documents (a blank text): they are passed over."""
+    ids = pc.utf8_slice_codeunits(table.column("id"), len(source) + 1)
+    table = table.set_column(0, "id", ids)
+    values = None
+    if signals is not None:
+        values = []
+        for doc_id in ids.to_pylist():
+            for sig_id, payload in signals:
+                if sig_id == doc_id:
+                    values.append(payload.decode())
+                    break
+            else:
+                raise ValueError(f"{sig_path}: no quality signals for document {doc_id}")
+    return table.append_column("quality_signals", pa.array(values if values is not None else [None] * len(ids), pa.string()))
 
 
 @register
-class Rpv2Reader(Reader):
-    """RedPajama-V2: one task per document file (its signals file is streamed beside it)."""
+class Rpv2Reader(JsonlReader):
+    """RedPajama-V2: one task per document file (its signals file is streamed beside it). Its records are
+    JSON Lines (`read_file` is JSON Lines'); its documents are the base's with their signals attached."""
 
     kind = "rpv2"
     formats = (
@@ -81,8 +78,17 @@ class Rpv2Reader(Reader):
                doc="RedPajama-V2 documents/<snapshot>/<shard>/<lang>_<bucket>.json.gz joined with quality_signals"),
     )
 
+    def plan(self, whole: ReadTask, fmt: Format, storage_options: dict, target: int) -> list[ReadTask]:
+        return [whole]
+
     def schema(self, fmt: Format) -> pa.Schema:
         return output_schema(fmt)
 
     def read(self, task: ReadTask, fmt: Format, handle, options: ReadOptions, bad: BadRecords, stats: dict) -> Iterator[pa.Table]:
-        return read_rpv2(task, fmt, handle, options.batch_rows, bad, stats, options.storage_options)
+        """The base's documents, their positional ids made from the document key (`<source>/<key>/<line>`, as
+        the ledger names a bad line), then renamed and joined with the signals (those of kept documents only)."""
+        sig_path = signals_path(task.path)
+        signals = _signals(sig_path, options.storage_options) if exists(sig_path) else None
+        keyed = ReadTask(task.source, task.path, printable(document_key(task.path)), task.shard, task.size)
+        for table in super().read(keyed, fmt, handle, options, bad, stats):
+            yield with_signals(table, task.source, signals, sig_path)

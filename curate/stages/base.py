@@ -52,7 +52,10 @@ class Stage(ABC):
     PER_SHARD = False   # its results for a docs shard depend only on that shard's inputs (what the steps before it left
                         # of the shard) and its options: a source that changed keeps the results of its unchanged shards
     VIEW = ""   # it writes a table keyed by id under its own name, RUN/<step>/<source>/, shown in `curate query` as
-                # a view named after the step and in this view over every step of the kind ("signals", "scores")
+                # a view named after the step and in this view over every step of the kind ("signals", "scores");
+                # earlier versions wrote that table to RUN/<VIEW>/, removed by the runner (runner/stale.py)
+    RUN_FILES: tuple[str, ...] = ()   # files or folders of RUN itself (not its step's) that steps of this kind write,
+                                      # e.g. ("manifest.json",): removed once the pipeline has no step of the kind
 
     def __init__(self, name: str, options: dict, pipeline: Pipeline, run: RunDir, previous: list[str],
                  upstream: dict[str, str]):
@@ -133,7 +136,8 @@ class Stage(ABC):
 
     def owned_paths(self) -> list[str]:
         """Everything this stage writes, removed when a GLOBAL stage changes."""
-        return [self.run.path("ledger", self.name), self.run.state(self.name), self.run.work(self.name),
+        return [*(self.run.path(*f.split("/")) for f in self.RUN_FILES),
+                self.run.path("ledger", self.name), self.run.state(self.name), self.run.work(self.name),
                 *(self.run.path(*t.split("/")) for t in self.tables(self.name)), *([self.run.path(self.name)] if self.VIEW else [])]
 
     def source_outputs(self, source: str) -> list[str]:

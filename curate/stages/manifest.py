@@ -24,9 +24,7 @@ class ManifestStage(Stage):
     GLOBAL = True
     PIPELINE_READS = ("resolved",)  # it writes the resolved pipeline and hashes pipeline.yaml
     VERSION = 2   # 2: it lists the editing steps' span files (RUN/edits/), which later steps and runs apply
-
-    def owned_paths(self) -> list[str]:
-        return [self.run.manifest_file, *super().owned_paths()]
+    RUN_FILES = ("manifest.json",)
 
     def plan(self) -> list[Task]:
         return [Task("manifest", "the run's outputs", None)]

@@ -101,10 +101,73 @@ def test_a_reader_that_only_reads_a_file_gets_ids_checks_batches_and_counting_fr
     task = ReadTask("s", str(tmp_path / "x.tsv"), "x.tsv", "x.tsv-0000", len(body))
     bad, stats = BadRecords("s", "x.tsv"), {}
     batches = list(TsvReader().read(task, TsvReader.formats[0], io.BytesIO(body), ReadOptions(batch_rows=2), bad, stats))
-    assert [b.num_rows for b in batches] == [2, 0, 1]   # batches of at most batch_rows records, bad ones dropped
+    assert [b.num_rows for b in batches] == [2, 1]   # batches of batch_rows documents (the last: the rest), bad ones dropped
     docs = pa.concat_tables(batches)
     assert docs.column_names == ["id", "text", "n"]
     assert docs.column("id").to_pylist() == ["a", "s/x.tsv/1", "d"]
     assert list(zip(bad.ids, bad.reasons)) == [("b", "bad_record:empty_text"), ("s/x.tsv/3#dup", "bad_record:duplicate_id"),
                                                ("c", "bad_record:missing_text")]
     assert stats["records"] == 6 == len(docs) + len(bad)   # every record counted: kept or bad
+
+
+def _jsonl_documents(body: bytes, batch_rows: int, **fields):
+    from curate.readers.base import BadRecords, ReadOptions, ReadTask
+
+    task = ReadTask("s", "/in/x.jsonl", "x.jsonl", "x.jsonl-0000", len(body))
+    bad, stats = BadRecords("s", "x.jsonl"), {}
+    batches = list(READERS["jsonl"].read(task, FORMATS["jsonl"].with_fields(fields), io.BytesIO(body),
+                                         ReadOptions(batch_rows), bad, stats))
+    return batches, bad, stats["records"]
+
+
+def test_json_lines_bad_records_reach_the_ledger_in_line_order_and_documents_come_in_batches_of_batch_rows():
+    import json
+
+    deep: dict = {}
+    for _ in range(300):   # past orjson's 255 levels: the record cannot be stored
+        deep = {"a": deep}
+    lines = [{"id": "a", "text": "first"}, "{not json", {"id": "b", "text": "  "}, {"id": "c", "text": "third"}, [1],
+             {"id": "a", "text": "again"}, {"id": "m"}, {"id": "b", "text": "b, after its blank twin"},
+             {"id": "e", "text": "\u3000", "deep": deep}, {"id": "f", "text": "deep", "deep": deep}, "",
+             {"id": "d", "text": "fourth"}, {"text": "no id"}]
+    body = b"".join((json.dumps(x) if not isinstance(x, str) else x).encode() + b"\n" for x in lines)
+    batches, bad, records = _jsonl_documents(body, 2, id="id")
+    assert [b.num_rows for b in batches] == [2, 2, 1]   # batch_rows documents each, whatever read_file yields
+    docs = pa.concat_tables(batches)
+    assert docs.column("id").to_pylist() == ["a", "c", "b", "d", "s/x.jsonl/12"]   # a blank record's id is no document's
+    assert list(zip(bad.ids, bad.reasons, bad.details)) == [
+        ("s/x.jsonl/1", "bad_record:invalid_json", bad.details[0]),
+        ("b", "bad_record:empty_text", "x.jsonl line 3: text is empty or whitespace"),
+        ("s/x.jsonl/4", "bad_record:not_an_object", "x.jsonl line 5: expected a JSON object, got list"),
+        ("s/x.jsonl/5#dup", "bad_record:duplicate_id", "x.jsonl line 6: id 'a' already seen in this file"),
+        ("m", "bad_record:missing_text", "x.jsonl line 7: no 'text' field"),
+        ("e", "bad_record:empty_text", "x.jsonl line 9: text is empty or whitespace"),   # blank comes before too deep
+        ("f", "bad_record:too_deep", bad.details[6])]
+    assert bad.details[0].startswith("x.jsonl line 2: ")
+    assert bad.details[6].startswith("x.jsonl line 10: a field other than the text is nested too deeply")
+    assert records == 12 == len(docs) + len(bad)   # the blank line 11 is no record
+
+
+def test_a_rejected_records_id_does_not_make_a_later_document_a_repeat(tmp_path):
+    import pyarrow.parquet as pq
+
+    from curate.readers.base import BadRecords, ReadOptions, ReadTask
+
+    pq.write_table(pa.table({"id": ["x", "x", "y", "y"], "text": ["  ", "x, kept", "y, kept", "y again"]}), tmp_path / "f.parquet")
+    task = ReadTask("s", str(tmp_path / "f.parquet"), "f.parquet", "f-0000", 0)
+    bad, stats = BadRecords("s", "f.parquet"), {}
+    with open(tmp_path / "f.parquet", "rb") as handle:
+        docs = pa.concat_tables(READERS["parquet"].read(task, FORMATS["fineweb"], handle, ReadOptions(64), bad, stats))
+    assert docs.column("id").to_pylist() == ["x", "y"]   # as in JSON Lines, and as across files (only documents count)
+    assert list(zip(bad.ids, bad.reasons)) == [("x", "bad_record:empty_text"), ("s/f.parquet/3#dup", "bad_record:duplicate_id")]
+
+
+def test_arrows_whitespace_is_pythons_so_json_lines_blank_texts_are_the_same_whichever_checks():
+    """JSON Lines checked `not text.strip()`; the base checks with Arrow's utf8_trim_whitespace: the same set."""
+    import numpy as np
+    import pyarrow.compute as pc
+
+    chars = [chr(c) for c in range(0x110000) if not 0xD800 <= c <= 0xDFFF]
+    arrow = pc.equal(pc.utf8_length(pc.utf8_trim_whitespace(pa.array(chars))), 0).to_numpy(zero_copy_only=False)
+    assert [c for c, blank in zip(chars, arrow) if blank] == [c for c in chars if c.isspace()]
+    assert np.count_nonzero(arrow) == 29

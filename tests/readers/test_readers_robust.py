@@ -19,9 +19,8 @@ import zstandard
 
 from conftest import run_cli
 from curate.io import fs
-from curate.readers import FORMATS
-from curate.readers.base import BadRecords, ReadTask
-from curate.readers.jsonl import read_jsonl
+from curate.readers import FORMATS, READERS
+from curate.readers.base import BadRecords, ReadOptions, ReadTask
 from curate.readers.parquet import read_parquet
 
 
@@ -29,7 +28,8 @@ def _read_jsonl(data: bytes, fmt: str = "jsonl", name: str = "in.json.gz", batch
     f = FORMATS[fmt].with_fields(fields)
     task = ReadTask("s", f"/data/{name}", name, "000000-0000", len(data))
     bad, stats = BadRecords("s", name), {}
-    docs = [row for t in read_jsonl(task, f, io.BytesIO(data), batch_rows, bad, stats) for row in t.to_pylist()]
+    tables = READERS["jsonl"].read(task, f, io.BytesIO(data), ReadOptions(batch_rows), bad, stats)
+    docs = [row for t in tables for row in t.to_pylist()]
     return docs, list(zip(bad.ids, bad.reasons, bad.details)), stats["records"]
 
 
@@ -268,7 +268,7 @@ def test_a_file_name_that_is_not_utf8_is_read_with_a_utf8_id(tmp_path):
     task = ReadTask("s", f.path, f.relative, "000000-0000", f.size)
     bad, stats = BadRecords("s", f.relative), {}
     with fs.open_input(f.path) as handle:
-        tables = list(read_jsonl(task, FORMATS["jsonl"], handle, 100, bad, stats))
+        tables = list(READERS["jsonl"].read(task, FORMATS["jsonl"], handle, ReadOptions(100), bad, stats))
     assert tables[0].column("id").to_pylist() == ["s/caf\\xe9.jsonl/0"]
     assert bad.ids == ["s/caf\\xe9.jsonl/1"] and bad.details[0].startswith("caf\\xe9.jsonl line 2:")
     pa.array(bad.details, pa.string())  # storable

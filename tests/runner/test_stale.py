@@ -41,3 +41,40 @@ def test_switching_the_only_editing_step_off_leaves_no_edits_folder(tmp_path):
     assert (tmp_path / "run" / "edits" / "pii" / "web").exists()
     remove_stale(run, pipeline(tmp_path, ""), STAGES)   # pii switched off (or taken out)
     assert not (tmp_path / "run" / "edits").exists(), "an empty edits/ was left behind"
+
+
+class Looked(dict):
+    """The stage registry, noting which kinds are looked up (each lookup of a built-in kind imports its module)."""
+
+    def __init__(self):
+        super().__init__()
+        self.names: set[str] = set()
+
+    def __getitem__(self, name):
+        self.names.add(name)
+        return STAGES[name]
+
+    def __contains__(self, name):
+        return name in STAGES
+
+
+def test_run_level_files_and_earlier_table_folders_go_with_the_kinds_that_wrote_them(tmp_path):
+    run = RunDir(str(tmp_path / "run"))
+    (tmp_path / "run").mkdir()
+    (tmp_path / "run" / "pipeline.yaml").write_text("# resolved\nname: p\nstages:\n  ingest: {}\n  quality: {use: classify}\n"
+                                                    "  manifest: {enabled: false}\n  mine: {use: not_a_kind_any_more}\n")
+    manifest, scores = touch(run, "manifest.json"), touch(run, "scores", "web", "000000.parquet")
+    looked = Looked()
+    remove_stale(run, pipeline(tmp_path, ""), looked)
+    assert not manifest.exists(), "the manifest of a pipeline that has no manifest step any more was left"
+    assert not scores.parent.parent.exists(), "the table folder an earlier version's classify step wrote was left"
+    assert looked.names == {"ingest", "classify", "manifest"}   # the kinds the pipelines named: no other module loaded
+
+
+def test_a_folder_of_a_step_named_like_an_earlier_table_stays(tmp_path):
+    run = RunDir(str(tmp_path / "run"))
+    (tmp_path / "run").mkdir()
+    (tmp_path / "run" / "pipeline.yaml").write_text("stages:\n  ingest: {}\n  signals: {}\n")
+    mine = touch(run, "signals", "web", "000000.parquet")
+    remove_stale(run, pipeline(tmp_path, "  signals: {}\n"), STAGES)
+    assert mine.exists()
