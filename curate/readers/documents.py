@@ -14,10 +14,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from typing import TYPE_CHECKING
-
-if TYPE_CHECKING:  # the base imports this module: no import back at run time
-    from curate.readers.base import BadRecords, Format, ReadTask
+from curate.readers.work import BadRecords, Format, ReadTask
 
 POSITION = "__position"
 """A column `Reader.read_file` may add: each record's place in its file (int64), for positional ids and the ledger."""
