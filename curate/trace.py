@@ -10,13 +10,8 @@ from __future__ import annotations
 import json
 import os
 
-import numpy as np
-import pyarrow.dataset as ds
-import pyarrow.parquet as pq
-
 from curate.errors import UsageError
 from curate.io import fs
-from curate.tokens.docmap import SCHEMA
 
 KEYS = ("sequence", "chunk", "token")
 
@@ -29,6 +24,9 @@ class DocumentMap:
     """
 
     def __init__(self, path: str, format: str = "megatron"):
+        import pyarrow.dataset as ds
+
+        from curate.tokens.docmap import SCHEMA
         from curate.tokens.formats import get, names
 
         if not path.endswith(".parquet"):
@@ -42,25 +40,30 @@ class DocumentMap:
         self._dataset = ds.dataset(stripped, filesystem=filesystem, format="parquet", schema=SCHEMA)
 
     def _where(self, expression) -> list[dict]:
+        """Rows matching `expression`, by token, with the ends of their ranges."""
         rows = self._dataset.to_table(filter=expression).sort_by("token").to_pylist()
         return [{**r, "end": r["offset"] + r["length"], "doc_end": r["doc_offset"] + r["length"]} for r in rows]
 
     def sequence(self, k: int) -> list[dict]:
         """The chunks of packed sequence `k` (Megatron: `.idx` document k; datatrove: `.ds.index` entry k), in order."""
-        return self._where(ds.field("sequence") == int(k))
+        return self._where(_field("sequence") == int(k))
 
     def chunk(self, k: int) -> list[dict]:
         """The chunk that is `.idx` sequence `k`."""
-        return self._where(ds.field("chunk") == int(k))
+        return self._where(_field("chunk") == int(k))
 
     def token(self, n: int) -> list[dict]:
         """The chunk holding flat token position `n` of the `.bin` / `.ds` stream ([] past the end)."""
         n = int(n)
-        near = self._where((ds.field("token") <= n) & (ds.field("token") > n - self._longest()))
+        near = self._where((_field("token") <= n) & (_field("token") > n - self._longest()))
         return [r for r in near if r["token"] <= n < r["token"] + r["length"]]
 
     def _longest(self) -> int:
         """The longest chunk (a bound on how far before `n` its chunk can start), from the file's statistics."""
+        import pyarrow.parquet as pq
+
+        from curate.tokens.docmap import SCHEMA
+
         meta = pq.ParquetFile(self._dataset.files[0], filesystem=self._dataset.filesystem).metadata
         column = SCHEMA.get_field_index("length")
         found = [meta.row_group(g).column(column).statistics for g in range(meta.num_row_groups)]
@@ -68,6 +71,12 @@ class DocumentMap:
 
     def rows(self) -> int:
         return self._dataset.count_rows()
+
+
+def _field(name: str):
+    import pyarrow.dataset as ds
+
+    return ds.field(name)
 
 
 def resolve(run: str, prefix: str) -> str:
@@ -98,8 +107,10 @@ def trace(run: str, prefix: str, *, sequence: int | None = None, token: int | No
     return rows
 
 
-def read_tokens(path: str, format: str, rows: list[dict]) -> list[np.ndarray]:
+def read_tokens(path: str, format: str, rows: list[dict]) -> list:
     """The ids of each row's token range, read from the `.bin` (Megatron) or `.ds` (datatrove) stream."""
+    import numpy as np
+
     if format == "megatron":
         from curate.tokens.megatron import CODE_DTYPES
 
@@ -150,3 +161,34 @@ def render(rows: list[dict], as_json: bool = False) -> str:
         if "text" in r:
             lines.append("    " + json.dumps(r["text"], ensure_ascii=False))
     return "\n".join(lines)
+
+
+def add_parser(sub):
+    """`curate trace`: its arguments and its function (cli.py adds it to the command)."""
+    import argparse
+
+    t = sub.add_parser("trace", help="the documents behind a packed sequence or token (the pack step's document maps)",
+                       description="List the documents in one packed sequence (or holding one flat token position) of a\n"
+                                   "pack step's output, with each one's token range and the text of those tokens.",
+                       epilog="examples:\n  curate trace runs/zyda2 pack/dclm --sequence 1234\n"
+                              "  curate trace runs/zyda2 pack/dclm --token 5000000 --format datatrove --json\n"
+                              "in Python (a trainer's hook): curate.trace.DocumentMap('runs/zyda2/pack/dclm').sequence(1234)",
+                       formatter_class=argparse.RawDescriptionHelpFormatter)
+    t.add_argument("run", help="run directory")
+    t.add_argument("prefix", help="a packed output, relative to the run (pack/dclm: the pack step, then the source)")
+    t.add_argument("--sequence", type=int, metavar="K", help="packed sequence K (Megatron: .idx document K; "
+                   "datatrove: .ds.index entry K)")
+    t.add_argument("--token", type=int, metavar="N", help="flat token position N of the .bin (or .ds) stream")
+    t.add_argument("--chunk", type=int, metavar="K", help="Megatron: .idx sequence K")
+    t.add_argument("--format", default="megatron", help="whose map: megatron (default) or datatrove")
+    t.add_argument("--snippet", type=int, default=80, metavar="CHARS", help="text shown per document (default 80)")
+    t.add_argument("--json", action="store_true", help="JSON for tools")
+    t.set_defaults(answer=answer)
+    return t
+
+
+def answer(args) -> str:
+    """What `curate trace` prints (cli.py checks the run directory and prints it)."""
+    run = args.run if "://" in args.run else os.path.abspath(args.run)
+    return render(trace(run, args.prefix, sequence=args.sequence, token=args.token, chunk=args.chunk, format=args.format,
+                        snippet=args.snippet), args.json)
