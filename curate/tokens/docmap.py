@@ -19,6 +19,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import json
+
 import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -29,6 +31,7 @@ SCHEMA = pa.schema([("sequence", pa.int64()), ("chunk", pa.int64()), ("offset", 
                     ("length", pa.int32()), ("source", pa.string()), ("id", pa.string()), ("doc_offset", pa.int64()),
                     ("copy", pa.int32())])
 ROW_GROUP = 65536   # rows per row group: its statistics let a lookup skip the rest of a large map
+SHARDS = b"curate.shards"   # a merged map's footer: {docs shard: [first row, rows]} (each shard's rows are contiguous)
 
 
 @dataclass(frozen=True)
@@ -85,9 +88,15 @@ def write_map(path: str, table: pa.Table) -> None:
 
 def merge_maps(path: str, parts: list[str]) -> None:
     """Concatenate shard maps in shard order, shifting each shard's positions past the shards before it (one shard
-    in memory at a time)."""
+    in memory at a time). The footer says where each shard's rows are (`SHARDS`: {shard: [first row, rows]})."""
     shift = {"sequence": 0, "chunk": 0, "token": 0}
-    with fs.AtomicWriter(path) as handle, pq.ParquetWriter(handle, SCHEMA, compression="zstd") as writer:
+    where, first = {}, 0
+    for part in parts:
+        rows = _metadata(part).num_rows
+        where[part.rstrip("/").rsplit("/", 1)[-1].split(".", 1)[0]] = [first, rows]
+        first += rows
+    schema = SCHEMA.with_metadata({SHARDS: json.dumps(where)})
+    with fs.AtomicWriter(path) as handle, pq.ParquetWriter(handle, schema, compression="zstd") as writer:
         for part in parts:
             with fs.open_input(part) as f:
                 table = pq.read_table(f)
@@ -98,5 +107,32 @@ def merge_maps(path: str, parts: list[str]) -> None:
                     "token": int(columns["token"][-1]) + int(table.column("length")[-1].as_py())}
             for name, value in shift.items():
                 table = table.set_column(SCHEMA.get_field_index(name), name, pa.array(columns[name] + value))
-            writer.write_table(table, row_group_size=ROW_GROUP)
+            writer.write_table(table.replace_schema_metadata(schema.metadata), row_group_size=ROW_GROUP)
             shift = {name: shift[name] + ends[name] for name in shift}
+
+
+def _metadata(path: str) -> pq.FileMetaData:
+    filesystem, stripped = fs.filesystem(path)
+    return pq.ParquetFile(stripped, filesystem=filesystem).metadata
+
+
+def shard_rows(path: str, shard: str, doc_id: str) -> list[dict]:
+    """The rows of `doc_id` in a merged map, reading only the row groups that hold docs shard `shard`'s rows."""
+    import pyarrow.compute as pc
+
+    filesystem, stripped = fs.filesystem(path)
+    handle = pq.ParquetFile(stripped, filesystem=filesystem)
+    where = json.loads((handle.schema_arrow.metadata or {}).get(SHARDS, b"{}")).get(shard)
+    if where is None:
+        groups = list(range(handle.metadata.num_row_groups))
+    else:
+        first, rows, groups, at = where[0], where[1], [], 0
+        for g in range(handle.metadata.num_row_groups):
+            n = handle.metadata.row_group(g).num_rows
+            if at < first + rows and at + n > first:
+                groups.append(g)
+            at += n
+    if not groups:
+        return []
+    table = handle.read_row_groups(groups)
+    return table.filter(pc.equal(table.column("id"), doc_id)).to_pylist()
