@@ -285,9 +285,10 @@ def parser() -> argparse.ArgumentParser:
     add_report_parser(sub)
 
     from curate.trace import add_parser as add_trace_parser
+    from curate.diff import add_parser as add_diff_parser
     from curate.why import add_parser as add_why_parser
 
-    for add in (add_why_parser, add_trace_parser):
+    for add in (add_why_parser, add_trace_parser, add_diff_parser):
         add(sub).set_defaults(func=_answer)   # each verb's module gives its arguments and `answer(args) -> text`
 
     c = _sub(sub, "recipes", "list the pipelines and filter recipes that ship with curate",
