@@ -1,8 +1,9 @@
 """`curate diff RUN_A RUN_B`: what differs between two runs of the same inputs, and why.
 
 - decisions: per step and reason, the documents whose fate changed (kept to removed, removed to kept, removed by
-  another step or for another reason), with examples carrying both runs' evidence (the ledger's detail); documents in
-  the docs of only one run are counted apart (the inputs differ)
+  another step), with examples carrying both runs' evidence (the ledger's detail); apart from them, documents the same
+  step removed in both runs under a reason that reads differently (`restated`: a filter's rule text with its new
+  threshold, a dedup's kept twin from another source), and documents in the docs of only one run (the inputs differ)
 - the resolved pipelines, key by key, leaving out where a run ran (`WHERE_IT_RAN`: its output path, workers, ...)
 - the resume fingerprints' named parts, per step and source (what each step's results were computed from)
 - the code versions the manifests recorded, and the tokens each pack step wrote per source
@@ -120,7 +121,8 @@ def decision_changes(a, b, examples: int = EXAMPLES) -> tuple[list[dict], dict]:
     """, params=[examples]).fetchall()
     groups: dict = {}
     for source, doc, a_stage, a_reason, a_detail, b_stage, b_reason, b_detail, _, total in rows:
-        change = "kept -> removed" if a_stage is None else "removed -> kept" if b_stage is None else "reason changed"
+        change = "kept -> removed" if a_stage is None else "removed -> kept" if b_stage is None else \
+            "step changed" if a_stage != b_stage else "reason restated"
         key = (change, a_stage, a_reason, b_stage, b_reason)
         group = groups.setdefault(key, {"change": change, "a": {"step": a_stage, "reason": a_reason},
                                         "b": {"step": b_stage, "reason": b_reason}, "count": total, "examples": []})
@@ -129,16 +131,25 @@ def decision_changes(a, b, examples: int = EXAMPLES) -> tuple[list[dict], dict]:
     return list(groups.values()), only
 
 
+def _moved(groups: list[dict]) -> list[dict]:
+    return [g for g in groups if g["change"] != "reason restated"]
+
+
 def diff(root_a: str, root_b: str, examples: int = EXAMPLES) -> dict:
     from curate.rundir import RunDir
 
     a, b = RunDir(root_a), RunDir(root_b)
-    decisions, only = decision_changes(a, b, examples)
+    groups, only = decision_changes(a, b, examples)
+    decisions, restated = _moved(groups), [g for g in groups if g["change"] == "reason restated"]
     tokens = token_counts(a, b)
-    out = {"a": root_a, "b": root_b, "decisions": decisions, "documents_only_in": only,
-           "pipeline": pipeline_changes(a, b), "fingerprints": fingerprint_changes(a, b),
+    pipeline = pipeline_changes(a, b)
+    fingerprints = fingerprint_changes(a, b)
+    if not pipeline:   # the part that is the resolved pipeline whole (its output path too), compared key by key above
+        fingerprints = [f for f in fingerprints if [p for p in f["parts"] if p != "pipeline.resolved"]]
+    out = {"a": root_a, "b": root_b, "decisions": decisions, "restated": restated, "documents_only_in": only,
+           "pipeline": pipeline, "fingerprints": fingerprints,
            "versions": version_changes(a, b), "tokens": tokens}
-    out["identical"] = not (decisions or only["a"] or only["b"] or out["pipeline"] or out["fingerprints"] or out["versions"]
+    out["identical"] = not (decisions or restated or only["a"] or only["b"] or out["pipeline"] or out["fingerprints"] or out["versions"]
                             or any(t["a"] != t["b"] for t in tokens))
     return out
 
@@ -157,6 +168,9 @@ def render(d: dict) -> str:
         for e in g["examples"]:
             lines.append(f"      {e['source']} {e['id']}" + (f"\n        a: {e['a']}" if e["a"] else "")
                          + (f"\n        b: {e['b']}" if e["b"] else ""))
+    for g in d["restated"]:
+        lines.append(f"  {g['count']:,} removed by {g['a']['step']} in both, the reason restated: "
+                     f"{g['a']['reason']} -> {g['b']['reason']}")
     for side in ("a", "b"):
         if d["documents_only_in"][side]:
             lines.append(f"  {d['documents_only_in'][side]:,} documents only in {side}'s docs (the inputs differ)")
