@@ -23,6 +23,7 @@ import json
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from curate.io import fs
@@ -76,14 +77,18 @@ def map_table(located: Located, keys: DocKeys) -> pa.Table:
     ids = keys.ids.take(pa.array(rows[located.doc])) if len(located.doc) else pa.array([], pa.string())
     return pa.table([pa.array(located.sequence), pa.array(located.chunk), pa.array(located.offset.astype(np.int32)),
                      pa.array(token.astype(np.int64)), pa.array(located.length.astype(np.int32)),
-                     pa.array(np.full(len(located.doc), keys.source, dtype=object), pa.string()),
+                     pa.repeat(pa.scalar(keys.source, pa.string()), len(located.doc)),
                      ids.cast(pa.string()), pa.array(located.doc_offset),
                      pa.array(copy[located.doc].astype(np.int32))], schema=SCHEMA)
 
 
+WRITE = {"compression": "zstd", "compression_level": 1, "use_dictionary": ["source"]}
+"""Dictionaries only where they pay (one source a file): ids and positions are (nearly) unique; light zstd."""
+
+
 def write_map(path: str, table: pa.Table) -> None:
     with fs.AtomicWriter(path) as handle:
-        pq.write_table(table, handle, row_group_size=ROW_GROUP, compression="zstd")
+        pq.write_table(table, handle, row_group_size=ROW_GROUP, **WRITE)
 
 
 def merge_maps(path: str, parts: list[str]) -> None:
@@ -96,17 +101,17 @@ def merge_maps(path: str, parts: list[str]) -> None:
         where[part.rstrip("/").rsplit("/", 1)[-1].split(".", 1)[0]] = [first, rows]
         first += rows
     schema = SCHEMA.with_metadata({SHARDS: json.dumps(where)})
-    with fs.AtomicWriter(path) as handle, pq.ParquetWriter(handle, schema, compression="zstd") as writer:
+    with fs.AtomicWriter(path) as handle, pq.ParquetWriter(handle, schema, **WRITE) as writer:
         for part in parts:
             with fs.open_input(part) as f:
                 table = pq.read_table(f)
             if not table.num_rows:
                 continue
-            columns = {name: table.column(name).to_numpy() for name in shift}
-            ends = {"sequence": int(columns["sequence"][-1]) + 1, "chunk": int(columns["chunk"][-1]) + 1,
-                    "token": int(columns["token"][-1]) + int(table.column("length")[-1].as_py())}
+            last = {name: table.column(name)[-1].as_py() for name in (*shift, "length")}
+            ends = {"sequence": last["sequence"] + 1, "chunk": last["chunk"] + 1, "token": last["token"] + last["length"]}
             for name, value in shift.items():
-                table = table.set_column(SCHEMA.get_field_index(name), name, pa.array(columns[name] + value))
+                if value:
+                    table = table.set_column(SCHEMA.get_field_index(name), name, pc.add(table.column(name), value))
             writer.write_table(table.replace_schema_metadata(schema.metadata), row_group_size=ROW_GROUP)
             shift = {name: shift[name] + ends[name] for name in shift}
 
@@ -118,8 +123,6 @@ def _metadata(path: str) -> pq.FileMetaData:
 
 def shard_rows(path: str, shard: str, doc_id: str) -> list[dict]:
     """The rows of `doc_id` in a merged map, reading only the row groups that hold docs shard `shard`'s rows."""
-    import pyarrow.compute as pc
-
     filesystem, stripped = fs.filesystem(path)
     handle = pq.ParquetFile(stripped, filesystem=filesystem)
     where = json.loads((handle.schema_arrow.metadata or {}).get(SHARDS, b"{}")).get(shard)
