@@ -26,6 +26,7 @@ TEXT_COLUMNS = 8   # a keyed table with more columns than this (signals) shows i
 
 def locate(run, source: str, doc_id: str) -> tuple[str, int] | None:
     """(docs shard, row in it) of `doc_id`, reading only the row groups whose `id` statistics can hold it."""
+    import pyarrow.compute as pc
     import pyarrow.parquet as pq
 
     for path in sorted(fs.glob(run.table_glob("docs", source))):
@@ -36,9 +37,9 @@ def locate(run, source: str, doc_id: str) -> tuple[str, int] | None:
         for g in range(meta.num_row_groups):
             stats, rows = meta.row_group(g).column(column).statistics, meta.row_group(g).num_rows
             if stats is None or not stats.has_min_max or stats.min <= doc_id <= stats.max:
-                ids = handle.read_row_group(g, columns=["id"]).column("id").to_pylist()
-                if doc_id in ids:
-                    return path.rstrip("/").rsplit("/", 1)[-1][: -len(".parquet")], first + ids.index(doc_id)
+                at = pc.index(handle.read_row_group(g, columns=["id"]).column("id"), doc_id).as_py()
+                if at >= 0:
+                    return path.rstrip("/").rsplit("/", 1)[-1][: -len(".parquet")], first + at
             first += rows
     return None
 
