@@ -21,7 +21,7 @@ import shlex
 from curate.errors import UsageError
 from curate.io import fs
 
-TEXT_COLUMNS = 8   # a keyed table with more columns than this (signals) shows its count in text; --json shows all
+TEXT_COLUMNS = 10   # a keyed table with more columns than this (signals) shows its count in text; --json shows all
 
 
 def locate(run, source: str, doc_id: str) -> tuple[str, int] | None:
