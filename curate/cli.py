@@ -157,6 +157,14 @@ def _query(args) -> int:
     return 0
 
 
+def _answer(args) -> int:
+    """A read-only verb over a run (trace, why, diff): check the run directories, print the module's answer."""
+    for run in (args.run, *([args.other] if getattr(args, "other", None) else [])):
+        _require_run(run)
+    _emit(args.answer(args))
+    return 0
+
+
 def _require_run(run: str) -> None:
     """A command that reads a run is given one: a directory (or URI) with pipeline.yaml, else a usage error."""
     from curate.io import fs
@@ -295,6 +303,13 @@ def parser() -> argparse.ArgumentParser:
     from curate.report.cli import add_parser as add_report_parser
 
     add_report_parser(sub)
+
+    from curate.trace import add_parser as add_trace_parser
+    from curate.diff import add_parser as add_diff_parser
+    from curate.why import add_parser as add_why_parser
+
+    for add in (add_why_parser, add_trace_parser, add_diff_parser):
+        add(sub).set_defaults(func=_answer)   # each verb's module gives its arguments and `answer(args) -> text`
 
     c = _sub(sub, "recipes", "list the pipelines and filter recipes that ship with curate",
              "List the pipelines (curate run NAME) and the filter recipes (a filter step's `recipes:`) that ship inside curate.")

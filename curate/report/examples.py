@@ -4,7 +4,8 @@ sources shown side by side.
 Examples are read from the ledger (spread over its files, picked by a hash of the id so they are the same on
 every report of the run) and their text from the docs shard of the same name (the ledger, clusters and docs
 tables of a stage share shard names). A bad record never became a document: its example is the ledger
-detail alone (file and line). Snippets are the first `SNIPPET` characters, whitespace collapsed.
+detail alone (file and line). Snippets are the first `SNIPPET` characters, whitespace collapsed. Every example
+document shows the `curate why` command that tells its whole story (curate/why.py).
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from curate.report import page
 from curate.report.section import Section
 from curate.report.context import RunView, files_sql
 from curate.report.sampling import shard_name, spread
+from curate.why import command
 
 PER_REASON = 3
 MAX_FILES = 400      # ledger or cluster files read per stage (spread over the run)
@@ -74,6 +76,8 @@ def removal_examples(run: RunView) -> list[dict]:
         docs = picked.get((stage, reason), [])
         for d in docs:
             d["snippet"] = snippet(texts.get((d["source"], d["id"])))
+            if not reason.startswith("bad_record:"):   # a bad record never became a document: no story to tell
+                d["why"] = command(d["source"], d["id"], run.root)
         out.append({"stage": stage, "reason": reason, "examples": docs})
     return out
 
@@ -102,7 +106,7 @@ def cross_source_clusters(run: RunView, stage: str) -> list[dict]:
     sizes = dict(run.sql(f"SELECT cluster, count(*) FROM {scan} WHERE cluster IN (SELECT unnest(?)) GROUP BY 1", [chosen]))
     out = []
     for c in chosen:
-        members = [{"source": s, "id": i, "kept": bool(k), "snippet": snippet(texts.get((s, i)), 600)}
+        members = [{"source": s, "id": i, "kept": bool(k), "snippet": snippet(texts.get((s, i)), 600), "why": command(s, i, run.root)}
                    for cl, s, i, k, _ in rows if cl == c]
         out.append({"stage": stage, "cluster": c, "size": sizes.get(c, len(members)), "members": members})
     return out
@@ -110,11 +114,12 @@ def cross_source_clusters(run: RunView, stage: str) -> list[dict]:
 
 # ---- rendering ------------------------------------------------------------------------------------
 
-def _doc(source: str, ident: str, colors: dict, body: str, extra: str = "", reason: str = "") -> str:
+def _doc(source: str, ident: str, colors: dict, body: str, extra: str = "", reason: str = "", why: str = "") -> str:
     color = colors.get(source, "#7b8794")
     tag = f' data-reason="{escape(reason)}"' if reason else ""
+    story = f'<div class="why">its story: <code>{escape(why)}</code></div>' if why else ""
     return (f'<div class="doc"{tag}><div class="doc-head"><span class="swatch" style="background:{color}"></span>'
-            f'<b>{escape(source)}</b> <code class="id">{escape(ident)}</code>{extra}</div>{body}</div>')
+            f'<b>{escape(source)}</b> <code class="id">{escape(ident)}</code>{extra}</div>{body}{story}</div>')
 
 
 def removal_section(data: list[dict], colors: dict) -> str:
@@ -130,7 +135,7 @@ def removal_section(data: list[dict], colors: dict) -> str:
             detail = f'<div class="detail">{escape(d["detail"])}</div>' if d["detail"] else ""
             text = f'<div class="snippet">{escape(d["snippet"])}</div>' if d["snippet"] else ""
             kind = f' <code class="reason">{escape(r["reason"].split(":", 1)[1])}</code>' if is_bad else ""
-            docs.append(_doc(d["source"], d["id"], colors, detail + text, kind, f'{r["stage"]}/{r["reason"]}'))
+            docs.append(_doc(d["source"], d["id"], colors, detail + text, kind, f'{r["stage"]}/{r["reason"]}', d.get("why", "")))
         if is_bad:
             bad += docs
             continue
@@ -152,7 +157,8 @@ def clusters_section(data: list[dict], colors: dict) -> str:
     blocks = []
     for c in data:
         docs = [_doc(m["source"], m["id"], colors, f'<div class="snippet">{escape(m["snippet"])}</div>',
-                     ' <span class="tag kept">kept by dedup</span>' if m["kept"] else ' <span class="tag gone">removed</span>')
+                     ' <span class="tag kept">kept by dedup</span>' if m["kept"] else ' <span class="tag gone">removed</span>',
+                     why=m.get("why", ""))
                 for m in c["members"]]
         more = f" ({c['size'] - len(c['members'])} more not shown)" if c["size"] > len(c["members"]) else ""
         blocks.append(f'<h3>{escape(c["stage"])} cluster <code>{escape(str(c["cluster"]))}</code>: {c["size"]} documents{more}</h3>'

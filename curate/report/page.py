@@ -50,6 +50,7 @@ footer { color:var(--muted); font-size:12px; text-align:center; padding:0 0 30px
 .doc .detail { font-family:ui-monospace,SFMono-Regular,Menlo,Consolas,monospace; font-size:11.5px; color:#5c4813; background:#fffbea;
                border-radius:4px; padding:2px 6px; margin:0 0 4px; overflow-wrap:anywhere; }
 .doc .snippet { color:#334e68; overflow-wrap:anywhere; }
+.doc .why { color:var(--muted); font-size:11px; margin-top:4px; overflow-wrap:anywhere; user-select:all; }
 .tag { font-size:11px; border-radius:4px; padding:0 5px; white-space:nowrap; }
 .tag.kept { background:#e3f1e8; color:#1f5c36; } .tag.gone { background:#fbe6e6; color:#8a1c1c; }
 td code, .detail, .snippet { word-break:normal; }

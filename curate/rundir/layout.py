@@ -101,10 +101,10 @@ class RunDir:
         return self.path(step, source)
 
     def token_files(self, step: str, source: str, formats: list[str]) -> list[str]:
-        """The merged token files of a source, relative to the run, in the order of `formats`."""
+        """The merged token files of a source and their document maps, relative to the run, in the order of `formats`."""
         from curate.tokens.formats import get
 
-        return [f"{step}/{source}{suffix}" for fmt in formats for suffix in get(fmt).suffixes]
+        return [f"{step}/{source}{suffix}" for fmt in formats for suffix in get(fmt).all_suffixes()]
 
     # ---- whole-run files -------------------------------------------------------------------------
     @property

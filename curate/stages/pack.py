@@ -5,7 +5,8 @@ names, expand each document to its mixture copies, pack with `best_fit` (split d
 then best-fit-decreasing; document boundaries kept), `concat`, or `none`, shuffle the sequences
 deterministically, and write each format's shard files (`curate.tokens.formats`: Megatron `.bin/.idx` always,
 datatrove `.ds` when asked) to `RUN/<step>/_shards/<source>/`. Then phase `merge` has each format concatenate a
-source's shards, in shard order, into `RUN/<step>/<source>.*`: memory per task is one shard. Everything lives
+source's shards, in shard order, into `RUN/<step>/<source>.*`: memory per task is one shard. Beside each
+format's files, a document map says which document every token came from (`curate.tokens.docmap`, `curate trace`). Everything lives
 under the step's own name, so two pack steps never share a file. It publishes what it wrote per source for
 the manifest.
 """
@@ -26,6 +27,7 @@ from curate.stages.phase import Phase, Task
 from curate.stages.facets import Facets
 from curate.stages.registry import stage
 from curate.stages.shard import ShardRef, shard_tasks
+from curate.tokens.docmap import DocKeys, merge_maps
 from curate.tokens.formats import get as token_format
 from curate.tokens.formats import names as format_names
 from curate.tokens.shard import METHODS, expand_copies, from_arrow, pack_shard
@@ -49,8 +51,9 @@ class PackStage(Stage):
     }
 
     TABLES = ("{step}/_shards",)
-    VERSION = 3   # 2: its markers count the document copies packed (the manifest's split_share is of those)
+    VERSION = 4   # 2: its markers count the document copies packed (the manifest's split_share is of those)
                   # 3: its files moved from RUN/tokens/ to RUN/<step>/ (a run made before packs once more)
+                  # 4: a document map beside each format's files (curate/tokens/docmap.py); the files' bytes unchanged
     ALWAYS = "megatron"   # written whatever `formats` says: the manifest's megatron_data_path names its files
 
     def owned_paths(self) -> list[str]:
@@ -85,12 +88,13 @@ class PackStage(Stage):
     def pack(self, tok: TokenizerRecord, shard: ShardRef) -> dict:
         with fs.open_input(self.run.token_docs(self.upstream["tokens"], shard.source, shard.shard)) as handle:
             table = read_table(handle)
-        tokens = expand_copies(from_arrow(table.column("tokens")), table.column("copies").to_numpy().astype(np.int64))
+        copies = table.column("copies").to_numpy().astype(np.int64)
+        tokens = expand_copies(from_arrow(table.column("tokens")), copies)
         seed = (self.options["seed"] << 32) ^ zlib.crc32(f"{shard.source}/{shard.shard}".encode())
         stats = pack_shard(tokens, self.run.token_shard(self.name, shard.source, shard.shard), vocab_size=tok.vocab_size,
                            seq_len=self.options["seq_len"], method=self.options["method"], seed=seed,
-                           formats=self.formats,
-                           tokenizer_name=tok.name)
+                           formats=self.formats, tokenizer_name=tok.name,
+                           keys=DocKeys(shard.source, table.column("id").combine_chunks(), copies))
         return {"source": shard.source, "shard": shard.shard, "in": table.num_rows, "kept": table.num_rows, "removed": {},
                 "copies": int(stats["docs"]), "tokens": int(stats["tokens"]), "sequences": int(stats["sequences"]),
                 "docs_split": int(stats["docs_split"]), "chunks": int(stats["chunks"]), "seq_len": self.options["seq_len"]}
@@ -98,7 +102,10 @@ class PackStage(Stage):
     def merge(self, tok: TokenizerRecord, shards: list[tuple[str, str]], source: str) -> dict:
         """Each format concatenates a source's shards (sequences, documents and their ends) in shard order."""
         parts = [self.run.token_shard(self.name, source, shard) for s, shard in shards if s == source]
+        prefix = self.run.token_prefix(self.name, source)
         for name in self.formats:
-            token_format(name).merge(self.run.token_prefix(self.name, source), parts, vocab_size=tok.vocab_size,
-                                     tokenizer_name=tok.name)
+            fmt = token_format(name)
+            fmt.merge(prefix, parts, vocab_size=tok.vocab_size, tokenizer_name=tok.name)
+            if fmt.map_suffix:
+                merge_maps(prefix + fmt.map_suffix, [part + fmt.map_suffix for part in parts])
         return {"in": 0, "shards": len(parts)}

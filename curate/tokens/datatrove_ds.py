@@ -22,6 +22,7 @@ import numpy as np
 
 from ..io.fs import AtomicWriter, read_bytes, write_bytes
 from .batch import Tokens
+from .docmap import Located
 from .formats import TokenFormat, token_format
 from .pack import Packed
 
@@ -45,6 +46,12 @@ def _humanize(count: int) -> str:
         digits = max(0, 2 - exponent % 3)
     prefix = "kMGTPEZYRQ"[exponent // 3 - 1] if exponent >= 3 else ""
     return f"{value:.{digits}f} {prefix}T"
+
+
+def packing_order(packed: Packed) -> np.ndarray:
+    """The documents of `packed` in the order the packing first places them."""
+    docs, first = np.unique(packed.packing.doc, return_index=True)
+    return docs[np.argsort(first, kind="stable")]
 
 
 class DsWriter:
@@ -88,8 +95,7 @@ class DsWriter:
 
     def add_packed(self, packed: Packed, tokens: Tokens) -> None:
         """The documents of `packed` whole, from `tokens`, in the order the packing first places them."""
-        docs, first = np.unique(packed.packing.doc, return_index=True)
-        self.add_documents(tokens, docs[np.argsort(first, kind="stable")])
+        self.add_documents(tokens, packing_order(packed))
 
     def add_documents(self, tokens: Tokens, order: np.ndarray) -> None:
         """Documents `order` of `tokens`, whole, in that order."""
@@ -137,6 +143,12 @@ class Datatrove(TokenFormat):
 
     name = "datatrove"
     suffixes = (".ds", ".ds.index", ".ds.metadata")
+    map_suffix = ".ds.map.parquet"
+
+    def locate(self, tokens: Tokens, packed: Packed | None, layout: str = "chunks") -> Located:
+        """Whole documents, each its own index entry, in the order `write` puts them."""
+        order = np.arange(len(tokens), dtype=np.int64) if packed is None else packing_order(packed)
+        return Located.whole(order, tokens.lengths[order])
 
     def write(self, prefix: str, tokens: Tokens, packed: Packed | None, *, vocab_size: int, tokenizer_name: str,
               layout: str = "chunks") -> int:

@@ -13,6 +13,7 @@ import importlib
 from abc import ABC, abstractmethod
 
 from .batch import Tokens
+from .docmap import Located
 from .pack import Packed
 
 BUILT_IN = ("curate.tokens.megatron", "curate.tokens.datatrove_ds")
@@ -26,6 +27,7 @@ class TokenFormat(ABC):
 
     name = ""
     suffixes: tuple[str, ...] = ()   # the files beside a prefix, e.g. (".bin", ".idx"); the manifest hashes them all
+    map_suffix = ""                  # its document map beside a prefix (curate/tokens/docmap.py); "" when it has none
 
     @abstractmethod
     def write(self, prefix: str, tokens: Tokens, packed: Packed | None, *, vocab_size: int, tokenizer_name: str,
@@ -37,8 +39,16 @@ class TokenFormat(ABC):
     def merge(self, prefix: str, parts: list[str], *, vocab_size: int, tokenizer_name: str) -> None:
         """Concatenate the files this format wrote beside each of `parts` (shard prefixes, in order) beside `prefix`."""
 
+    def locate(self, tokens: Tokens, packed: Packed | None, layout: str = "chunks") -> "Located | None":
+        """Where each chunk of `write`'s output lies, in file order, for the document map (None: no map)."""
+        return None
+
     def files(self, prefix: str) -> list[str]:
         return [prefix + suffix for suffix in self.suffixes]
+
+    def all_suffixes(self) -> tuple[str, ...]:
+        """Its files and its document map, as a pack step writes them beside a prefix."""
+        return (*self.suffixes, *([self.map_suffix] if self.map_suffix else []))
 
 
 def token_format(cls: type[TokenFormat]) -> type[TokenFormat]:

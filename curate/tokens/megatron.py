@@ -16,6 +16,7 @@ import numpy as np
 
 from ..io.fs import AtomicWriter, filesystem, write_bytes
 from .batch import Tokens
+from .docmap import Located
 from .formats import TokenFormat, token_format
 from .pack import Packed
 from .tokenizer import megatron_dtype
@@ -172,6 +173,21 @@ class Megatron(TokenFormat):
 
     name = "megatron"
     suffixes = (".bin", ".idx")
+    map_suffix = ".idx.map.parquet"
+
+    def locate(self, tokens: Tokens, packed: Packed | None, layout: str = "chunks") -> Located:
+        """Each chunk is a `.idx` sequence and each packed sequence a `.idx` document (layout "sequences": one
+        `.idx` sequence per packed sequence); unpacked, each document is both."""
+        if packed is None:
+            return Located.whole(np.arange(len(tokens), dtype=np.int64), tokens.lengths)
+        p = packed.packing
+        per_sequence = np.diff(p.seq_offsets)
+        sequence = np.repeat(np.arange(len(p), dtype=np.int64), per_sequence)
+        lengths = p.chunk_lengths.astype(np.int64)
+        starts = np.cumsum(lengths) - lengths
+        offset = starts - np.repeat(starts[p.seq_offsets[:-1]], per_sequence)
+        chunk = np.arange(len(lengths), dtype=np.int64) if layout == "chunks" else sequence
+        return Located(p.doc.astype(np.int64), p.start.astype(np.int64), lengths, sequence, chunk, offset)
 
     def write(self, prefix: str, tokens: Tokens, packed: Packed | None, *, vocab_size: int, tokenizer_name: str,
               layout: str = "chunks") -> int:

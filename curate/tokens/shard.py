@@ -12,6 +12,7 @@ import numpy as np
 import pyarrow as pa
 
 from .batch import Tokens
+from .docmap import DocKeys, map_table, write_map
 from .pack import pack_documents
 from .tokenizer import TextTokenizer
 
@@ -45,13 +46,14 @@ def expand_copies(tokens: Tokens, copies: np.ndarray) -> Tokens:
 
 def pack_shard(tokens: Tokens, prefix: str, *, vocab_size: int, seq_len: int, method: str = "best_fit",
                seed: int | None = 0, formats=("megatron",), tokenizer_name: str = "",
-               layout: str = "chunks") -> dict:
+               layout: str = "chunks", keys: DocKeys | None = None) -> dict:
     """Pack documents (specials already added) into sequences of at most `seq_len` and write them.
 
     `method`: best_fit (split documents longer than seq_len, then best-fit-decreasing), concat (cut
     windows), or none (one sequence per document, as Megatron's preprocess_data writes).
     Files: each of `formats` (names of `curate.tokens.formats`) writes its own beside `prefix`, e.g. megatron
     prefix.bin + prefix.idx; datatrove prefix.ds (+ .index, .metadata): whole documents in packing order, no padding.
+    `keys` (who the documents are): each format with a map also writes its document map beside `prefix` (docmap.py).
     """
     from .formats import get
 
@@ -64,8 +66,11 @@ def pack_shard(tokens: Tokens, prefix: str, *, vocab_size: int, seq_len: int, me
         packed, pack_stats = pack_documents(tokens, seq_len, eos_id=None, method=method, seed=seed)
         stats = pack_stats.as_dict()
     for name in formats:
-        stats["tokens_written"] = get(name).write(prefix, tokens, packed, vocab_size=vocab_size, tokenizer_name=tokenizer_name,
-                                                  layout=layout)
+        fmt = get(name)
+        stats["tokens_written"] = fmt.write(prefix, tokens, packed, vocab_size=vocab_size, tokenizer_name=tokenizer_name,
+                                            layout=layout)
+        if keys is not None and fmt.map_suffix:
+            write_map(prefix + fmt.map_suffix, map_table(fmt.locate(tokens, packed, layout), keys))
     return stats
 
 

@@ -3,9 +3,11 @@
 
 import argparse
 import re
+import shlex
 import shutil
 import struct
 import zlib
+from html import escape as html_escape
 from pathlib import Path
 
 import duckdb
@@ -19,6 +21,7 @@ from curate.report.context import open_run
 from curate.report.sampling import spread
 from curate.report.thresholds import parse, split_and
 from curate.tokens.megatron import read_megatron
+from curate.why import command, story
 
 import browser
 from conftest import ZYDA2, run_cli
@@ -108,9 +111,23 @@ def test_examples_for_every_reason_that_removed_something(zrun):
         for d in e["examples"]:
             assert ledger[(e["stage"], e["reason"], d["source"], d["id"])] == (d["detail"] or None)
             if e["reason"].startswith("bad_record:"):
-                assert d["snippet"] == "" and d["detail"]
+                assert d["snippet"] == "" and d["detail"] and "why" not in d
             else:
                 assert d["snippet"] and " ".join(texts[(d["source"], d["id"])].split()).startswith(d["snippet"].removesuffix(" …"))
+                assert d["why"] == command(d["source"], d["id"], run.root)
+
+
+def test_every_example_document_shows_the_command_that_tells_its_story(zrun):
+    run = open_run(str(zrun))
+    got = examples.removal_examples(run)
+    html = examples.removal_section(got, {})
+    d = next(d for e in got for d in e["examples"] if "why" in d)
+    assert html_escape(d["why"]) in html and f"curate why {run.root} " in html
+    argv = shlex.split(d["why"])[1:]
+    assert story(argv[1], argv[2], argv[3])["status"].startswith("removed by ")   # the command answers
+    clusters = examples.cross_source_clusters(run, "dedup")
+    assert all(m["why"] == command(m["source"], m["id"], run.root) for c in clusters for m in c["members"])
+    assert html_escape(clusters[0]["members"][0]["why"]) in examples.clusters_section(clusters, {})
 
 
 def test_filter_removals_carry_the_values_the_rule_failed_on(zrun):

@@ -164,7 +164,7 @@ def test_a_format_added_in_a_test_is_usable_by_pack(run_stage, raw32):
     done = run_stage("pack", {"seq_len": 32, "formats": ["raw32"]}, docs=docs, shard_rows=7, before=[("tokenize", {})])
     record = json.loads(Path(done.run.path("_state", "pack", "record.json")).read_text())
     assert record["formats"] == ["megatron", "raw32"]
-    assert record["outputs"]["web"]["files"] == ["pack/web.bin", "pack/web.idx", "pack/web.u32"]
+    assert record["outputs"]["web"]["files"] == ["pack/web.bin", "pack/web.idx", "pack/web.idx.map.parquet", "pack/web.u32"]
     table = done.table("tokenize", "web")   # shards in order, documents in order: what the toy format concatenates
     expected = np.concatenate([np.asarray(t, np.uint32) for t in table.column("tokens").to_pylist()])
     assert np.array_equal(np.frombuffer(fs.read_bytes(done.run.path("pack", "web.u32")), "<u4"), expected)

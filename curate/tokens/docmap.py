@@ -1,0 +1,141 @@
+"""Document maps: beside every packed output, which document each token came from.
+
+A pack step writes, beside each format's files, `PREFIX<format's map_suffix>` (`prefix.idx.map.parquet` beside
+Megatron's `.bin/.idx`, `prefix.ds.map.parquet` beside datatrove's `.ds`): one row per chunk, the piece of one
+document copy that lies whole in one sequence, in file order. Keyed the way a trainer counts:
+
+- `sequence`: the packed sequence (Megatron: the `.idx` document number, each packed sequence being one; datatrove:
+  the `.ds.index` entry, one whole document each)
+- `chunk`: the `.idx` sequence number of the chunk (datatrove: the index entry again)
+- `token`: the chunk's first token in the flat stream (`.bin` or `.ds`), `offset`: its first token in the sequence
+- `length`: tokens in the chunk; `source`, `id`: the document; `doc_offset`: where the chunk starts in the document's
+  token ids (specials included, as the tokenize step wrote them); `copy`: which of the mix's copies (0 first)
+
+The existing files' bytes are untouched: a map is a separate file, listed in the manifest with its checksum. Rows are
+sorted by `token` (and so by `sequence` and `chunk`): a lookup reads only the row groups whose statistics hold the key.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import json
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+
+from curate.io import fs
+
+SCHEMA = pa.schema([("sequence", pa.int64()), ("chunk", pa.int64()), ("offset", pa.int32()), ("token", pa.int64()),
+                    ("length", pa.int32()), ("source", pa.string()), ("id", pa.string()), ("doc_offset", pa.int64()),
+                    ("copy", pa.int32())])
+ROW_GROUP = 65536   # rows per row group: its statistics let a lookup skip the rest of a large map
+SHARDS = b"curate.shards"   # a merged map's footer: {docs shard: [first row, rows]} (each shard's rows are contiguous)
+
+
+@dataclass(frozen=True)
+class Located:
+    """Where each chunk of a shard lies in one format's files, in file order (positions within the shard)."""
+
+    doc: np.ndarray          # int64: the packed document (an index into the copies the pack step expanded)
+    doc_offset: np.ndarray   # int64: the chunk's first token inside that document
+    length: np.ndarray       # int64
+    sequence: np.ndarray     # int64
+    chunk: np.ndarray        # int64
+    offset: np.ndarray       # int64: the chunk's first token inside its sequence
+
+    @classmethod
+    def whole(cls, doc: np.ndarray, lengths: np.ndarray) -> "Located":
+        """Whole documents in the order `doc`, each its own sequence (unpacked Megatron, datatrove)."""
+        n = np.arange(len(doc), dtype=np.int64)
+        return cls(np.asarray(doc, np.int64), np.zeros(len(doc), np.int64), np.asarray(lengths, np.int64), n, n,
+                   np.zeros(len(doc), np.int64))
+
+
+@dataclass(frozen=True)
+class DocKeys:
+    """Who the packed documents are: `source`, the ids of the token table's rows and each row's copies."""
+
+    source: str
+    ids: pa.Array
+    copies: np.ndarray
+
+    def rows_and_copies(self) -> tuple[np.ndarray, np.ndarray]:
+        """Per expanded document (as `expand_copies` orders them): its row and which copy it is."""
+        copies = np.asarray(self.copies, np.int64)
+        rows = np.repeat(np.arange(len(copies), dtype=np.int64), copies)
+        firsts = np.cumsum(copies) - copies
+        return rows, np.arange(len(rows), dtype=np.int64) - np.repeat(firsts, copies)
+
+
+def map_table(located: Located, keys: DocKeys) -> pa.Table:
+    """The map rows of one shard (positions within the shard's files)."""
+    rows, copy = keys.rows_and_copies()
+    token = np.cumsum(located.length) - located.length
+    ids = keys.ids.take(pa.array(rows[located.doc])) if len(located.doc) else pa.array([], pa.string())
+    return pa.table([pa.array(located.sequence), pa.array(located.chunk), pa.array(located.offset.astype(np.int32)),
+                     pa.array(token.astype(np.int64)), pa.array(located.length.astype(np.int32)),
+                     pa.repeat(pa.scalar(keys.source, pa.string()), len(located.doc)),
+                     ids.cast(pa.string()), pa.array(located.doc_offset),
+                     pa.array(copy[located.doc].astype(np.int32))], schema=SCHEMA)
+
+
+WRITE = {"compression": "zstd", "compression_level": 1, "use_dictionary": ["source"]}
+"""Dictionaries only where they pay (one source a file): ids and positions are (nearly) unique; light zstd."""
+
+
+def write_map(path: str, table: pa.Table) -> None:
+    with fs.AtomicWriter(path) as handle:
+        pq.write_table(table, handle, row_group_size=ROW_GROUP, **WRITE)
+
+
+def merge_maps(path: str, parts: list[str]) -> None:
+    """Concatenate shard maps in shard order, shifting each shard's positions past the shards before it (one shard
+    in memory at a time). The footer says where each shard's rows are (`SHARDS`: {shard: [first row, rows]})."""
+    shift = {"sequence": 0, "chunk": 0, "token": 0}
+    where, first = {}, 0
+    for part in parts:
+        rows = _metadata(part).num_rows
+        where[part.rstrip("/").rsplit("/", 1)[-1].split(".", 1)[0]] = [first, rows]
+        first += rows
+    schema = SCHEMA.with_metadata({SHARDS: json.dumps(where)})
+    with fs.AtomicWriter(path) as handle, pq.ParquetWriter(handle, schema, **WRITE) as writer:
+        for part in parts:
+            with fs.open_input(part) as f:
+                table = pq.read_table(f)
+            if not table.num_rows:
+                continue
+            last = {name: table.column(name)[-1].as_py() for name in (*shift, "length")}
+            ends = {"sequence": last["sequence"] + 1, "chunk": last["chunk"] + 1, "token": last["token"] + last["length"]}
+            for name, value in shift.items():
+                if value:
+                    table = table.set_column(SCHEMA.get_field_index(name), name, pc.add(table.column(name), value))
+            writer.write_table(table.replace_schema_metadata(schema.metadata), row_group_size=ROW_GROUP)
+            shift = {name: shift[name] + ends[name] for name in shift}
+
+
+def _metadata(path: str) -> pq.FileMetaData:
+    filesystem, stripped = fs.filesystem(path)
+    return pq.ParquetFile(stripped, filesystem=filesystem).metadata
+
+
+def shard_rows(path: str, shard: str, doc_id: str) -> list[dict]:
+    """The rows of `doc_id` in a merged map, reading only the row groups that hold docs shard `shard`'s rows."""
+    filesystem, stripped = fs.filesystem(path)
+    handle = pq.ParquetFile(stripped, filesystem=filesystem)
+    where = json.loads((handle.schema_arrow.metadata or {}).get(SHARDS, b"{}")).get(shard)
+    if where is None:
+        groups = list(range(handle.metadata.num_row_groups))
+    else:
+        first, rows, groups, at = where[0], where[1], [], 0
+        for g in range(handle.metadata.num_row_groups):
+            n = handle.metadata.row_group(g).num_rows
+            if at < first + rows and at + n > first:
+                groups.append(g)
+            at += n
+    if not groups:
+        return []
+    table = handle.read_row_groups(groups)
+    return table.filter(pc.equal(table.column("id"), doc_id)).to_pylist()
