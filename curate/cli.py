@@ -211,27 +211,6 @@ def _manifest(args) -> int:
     return 0
 
 
-def _train_quality(args) -> int:
-    from curate.train_examples import texts_from
-    from curate.models.train import threshold_lines, train_fasttext
-
-    positive = [t for spec in args.positive for t in texts_from(spec, args.run, args.column, args.max_docs)]
-    negative = [t for spec in args.negative for t in texts_from(spec, args.run, args.column, args.max_docs)]
-    print(f"training on {len(positive):,} positive and {len(negative):,} negative documents "
-          f"(holding out {args.holdout:.0%}) ...", file=sys.stderr)
-    try:
-        card = train_fasttext(positive, negative, args.out, inputs={"positive": args.positive, "negative": args.negative,
-                                                                     "runs": args.run}, dim=args.dim, epoch=args.epoch,
-                              lr=args.lr, word_ngrams=args.word_ngrams, min_count=args.min_count, bucket=args.bucket,
-                              seed=args.seed, holdout=args.holdout, threads=args.threads)
-    except (ValueError, RuntimeError) as exc:
-        raise CurateError(f"train-quality: {exc}") from None
-    print("\n".join(threshold_lines(card)))
-    print(f"wrote {args.out} (sha256 {card['sha256'][:16]}...) and its card {os.path.splitext(args.out)[0]}.json; use it as "
-          f"`{{kind: fasttext, path: {args.out}, label: {card['labels']['positive']}}}` in a classify step")
-    return 0
-
-
 def _sample(args) -> int:
     from curate.sample import make_sample
 
@@ -350,29 +329,9 @@ def parser() -> argparse.ArgumentParser:
     m.add_argument("dest", nargs="?", help="publish: destination (local folder, s3://bucket/prefix, ...)")
     m.set_defaults(func=_manifest)
 
-    t = _sub(sub, "train-quality", "train a fastText quality classifier (DCLM-style) from examples",
-             "Train a fastText classifier from positive and negative examples (SQL over runs, or jsonl/parquet files), report\n"
-             "held-out precision/recall per threshold, and write the model with a card (.json) for a classify step.",
-             "example:\n  curate train-quality models/q.bin --run runs/z --positive \"SELECT text FROM kept WHERE source='fwe'\" "
-             "\\\n      --negative \"SELECT d.text FROM docs d JOIN ledger l USING (source, id) WHERE l.stage='quality_filter'\"")
-    t.add_argument("out", help="the model file to write (e.g. models/quality.bin); its card is written beside it (.json)")
-    t.add_argument("--positive", action="append", required=True, metavar="SQL|FILES",
-                   help="good examples: SQL over --run (first column: text), or jsonl/parquet files (repeatable)")
-    t.add_argument("--negative", action="append", required=True, metavar="SQL|FILES", help="bad examples, as --positive")
-    t.add_argument("--run", action="append", default=[], help="run directory whose views the SQL reads (repeatable)")
-    t.add_argument("--column", default="text", help="the text column of example files")
-    t.add_argument("--max-docs", type=int, default=None, help="at most this many documents per --positive/--negative")
-    t.add_argument("--dim", type=int, default=100)
-    t.add_argument("--epoch", type=int, default=5)
-    t.add_argument("--lr", type=float, default=0.1)
-    t.add_argument("--word-ngrams", type=int, default=2, help="2: DCLM's word bigrams")
-    t.add_argument("--min-count", type=int, default=1)
-    t.add_argument("--bucket", type=int, default=None,
-                   help="hash buckets for n-grams (smaller: a smaller model); default: one per distinct n-gram, at most 2,000,000")
-    t.add_argument("--seed", type=int, default=0)
-    t.add_argument("--holdout", type=float, default=0.1, help="share of each class held out to measure the model")
-    t.add_argument("--threads", type=int, default=1, help="1: deterministic; more: faster but not reproducible")
-    t.set_defaults(func=_train_quality)
+    from curate.train_quality import add_parser as add_train_parser
+
+    add_train_parser(sub, _sub)
 
     s = _sub(sub, "sample", "make the offline sample corpus (all four Zyda-2 sources in native formats)",
              "Make the offline sample corpus the zyda2 recipe runs on: FineWeb-Edu parquet, DCLM jsonl.zst, Zyda parquet and\n"

@@ -17,7 +17,7 @@ LAYERS = [
                         "curate.stages.phase", "curate.stages.resources", "curate.stages.registry", "curate.stages.reads"]),
     ("stages", ["curate.stages"]),
     ("runner", ["curate.runner"]),
-    ("top", ["curate.cli", "curate.query", "curate.train_examples", "curate.report", "curate.__main__", "curate"]),
+    ("top", ["curate.cli", "curate.query", "curate.train_quality", "curate.report", "curate.__main__", "curate"]),
 ]
 
 

@@ -432,7 +432,7 @@ def test_train_quality_prints_its_table_when_a_threshold_keeps_nothing_and_sizes
 
 def test_train_quality_examples_sql_is_one_read_only_statement(tiny_run, tmp_path):
     from curate.errors import CurateError
-    from curate.train_examples import texts_from
+    from curate.train_quality import texts_from
 
     d, _ = tiny_run
     assert texts_from("SELECT text FROM kept ORDER BY id", [str(d / "run")]) == ["doc 0", "doc 1", "doc 2"]
