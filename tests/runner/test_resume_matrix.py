@@ -305,7 +305,7 @@ def test_a_resumed_run_equals_a_fresh_run_and_recomputes_only_what_depends_on_th
     assert run_cli("pipeline.yaml", "--output", "fresh", "--inline", "-q", "--no-report", *overrides) == 0
     assert outputs(ws / "run") == outputs(ws / "fresh")
     if name in CHANGES_DECISIONS:
-        decisions = ("kept", "ledger", "quality", "dual_use", "quarantine", "pack")
+        decisions = ("kept", "ledger", "quality", "dual_use", "quarantine", "tokenize", "pack")   # tokenize: token ids per document
         assert tree_digest(ws / "run", decisions) != tree_digest(base / "run", decisions), "the mutation must change a decision"
     assert stages == expected, f"recomputed {sorted(stages)}"
     for phase in untouched:
