@@ -22,7 +22,8 @@ def test_paths_follow_the_documented_layout():
     assert run.token_shard("pack", "web", "00001") == "/r/pack/_shards/web/00001"
     assert run.token_prefix("pack", "web") == "/r/pack/web"
     assert run.token_files("pack", "web", ["megatron", "datatrove"]) == [
-        "pack/web.bin", "pack/web.idx", "pack/web.ds", "pack/web.ds.index", "pack/web.ds.metadata"]
+        "pack/web.bin", "pack/web.idx", "pack/web.idx.map.parquet", "pack/web.ds", "pack/web.ds.index", "pack/web.ds.metadata",
+        "pack/web.ds.map.parquet"]
     assert (run.pipeline_file, run.summary_file, run.manifest_file, run.lock_file) == \
         ("/r/pipeline.yaml", "/r/summary.json", "/r/manifest.json", "/r/_lock.json")
     assert run.relative(run.docs("web", "1")) == "docs/web/1.parquet"

@@ -125,7 +125,7 @@ def test_manifest_records_the_actual_output_and_the_final_line_names_tokens(samp
     out = tmp_path / "elsewhere"
     assert main(["run", str(ZYDA2), "--output", str(out), "--inline", "-q", "--no-report"]) == 0
     last = capsys.readouterr().out.strip().splitlines()[-1]
-    assert "tokens/" in last and "manifest.json" in last and "kept/" in last
+    assert "pack/" in last and "manifest.json" in last and "kept/" in last
     manifest = json.loads((out / "manifest.json").read_text())
     assert manifest["pipeline"]["resolved"]["output"] == str(out), "not the recipe's default runs/zyda2"
     assert f"output: {out}" in (out / "pipeline.yaml").read_text()
@@ -141,12 +141,13 @@ def test_verbose_prints_a_line_per_task(sample_dir, tmp_path, monkeypatch, capsy
 
 
 def test_an_error_after_the_run_started_is_in_the_log(tmp_path, sample_dir, monkeypatch, capsys):
-    """A fresh run writes ingest and signals, then its filter names a column nothing has: the log keeps the
-    error (a run refused before it changes anything leaves no log: tests/runner/test_resume_matrix.py)."""
+    """A fresh run writes ingest and signals, then its filter fails on a value (a cast no row survives): the log keeps
+    the error (a run refused before it changes anything, a rule naming a column nothing has included, leaves no log:
+    tests/runner/test_resume_matrix.py)."""
     out = tmp_path / "run"
     monkeypatch.setenv("CURATE_SAMPLE", str(sample_dir))
     assert main(["run", str(ZYDA2), "--output", str(out), "--inline", "-q", "--until", "quality_filter", "--no-report",
-                 "--set", "stages.quality_filter.where={fwe: no_such_column > 1}"]) == 2
+                 "--set", "stages.quality_filter.where={fwe: 'CAST(url AS INTEGER) > 1'}"]) == 1
     err = capsys.readouterr().err.strip().splitlines()[-1]
     [log] = set((out / "logs").glob("run-*.log"))
-    assert err.startswith("curate: error: ") and "no_such_column" in err and log.read_text().strip().splitlines()[-1] == err
+    assert err.startswith("curate: error: ") and "Conversion Error" in err and log.read_text().strip().splitlines()[-1] == err
