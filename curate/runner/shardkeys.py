@@ -70,7 +70,9 @@ class ShardInputs:
 
     def digest(self, stage: Stage, source: str, shard: str) -> str:
         files = {self.run.relative(path): file_digest(path) for path in self.files(stage, source, shard)}
-        body = {"files": files, "records": self.records(stage)}
+        # the batch size too: it decides how a step's files for the shard are cut into row groups (their bytes), and a
+        # keyed phase (model scores, blocklist scans) keeps its results by this digest alone
+        body = {"files": files, "records": self.records(stage), "execution.batch_rows": stage.pipeline.execution["batch_rows"]}
         return hashlib.sha256(canonical_json(body).encode()).hexdigest()
 
 

@@ -212,13 +212,16 @@ MUTATIONS = {
                            ["signals", "quality_filter", "quality", "dual_use", "kept"]),   # the other shards' results hold
     "priority": (_set("priority=[dolma_cc, fwe, dclm, zyda]"), ALL - {"ingest"}, ["ingest"]),
     "source removed": (_remove_source, ALL - {"ingest", "signals", "quality_filter"}, ["signals", "quality_filter"]),
-    "tokenizer": (_tokenizer_file, AFTER_MIX, ["dual_use"]),
+    # kept reuses every shard: the mix's new plan leaves each shard's ledger as it was (only token ids change)
+    "tokenizer": (_tokenizer_file, AFTER_MIX - {"kept"}, ["dual_use", "kept"]),
     "mix epochs": (_set("stages.mix.epochs.dclm=0.7"), AFTER_MIX, ["dual_use"]),
     "pack seq_len": (_set("stages.pack.seq_len=129"), {"pack", "manifest"}, ["kept", "tokenize"]),
     "pack formats": (_set("stages.pack.formats=[megatron]"), {"pack", "manifest"}, ["kept"]),
     "tokenize eos": (_set("stages.tokenize.eos=false"), {"tokenize", "pack", "manifest"}, ["kept", "mix"]),
     "dedup policy": (_set("stages.dedup.policy=all"), ALL - {"ingest", "minhash"}, ["minhash"]),
-    "signals option": (_set("stages.signals.langid=true"), {"signals", "quality_filter"} | BEFORE_MIX, ["dedup"]),
+    # new columns, the same decisions: every later per-shard step reuses its shards; the global ones recompute
+    "signals option": (_set("stages.signals.langid=true"), {"signals", "quality_filter", "mix", "pack", "manifest"},
+                       ["dedup", "quality", "dual_use", "tokenize", "kept"]),
     "batch size": (_set("execution.batch_rows=40"), ALL, []),
     "minhash threads (how, not what)": (_set("stages.minhash.threads=3"), {"manifest"}, ["minhash", "dedup"]),  # it records the config
     "step removed": (lambda ws: _yaml(ws, "  dual_use: {terms: terms.txt, model: {kind: fasttext, path: models/du.bin, label: flag}}\n", ""),
