@@ -189,7 +189,7 @@ def inline(s3):
     result = run_zyda2(out)
     assert result.returncode == 0, result.stderr
     reference = outputs(out)
-    assert len(reference) > 60 and any(k.startswith("tokens/") and k.endswith(".bin") for k in reference)
+    assert len(reference) > 60 and any(k.startswith("pack/") and k.endswith(".bin") for k in reference)
     return reference
 
 
