@@ -118,13 +118,71 @@ def test_three_appends_compute_only_new_work_and_equal_a_fresh_run(corpus, monke
     assert sum(r["reason"].endswith(":top") for r in removed) >= len(kept) - 1, "the copies in dclm go to the source above it"
 
 
-def test_kill_9_during_an_append_then_a_rerun_equals_a_fresh_run(corpus, monkeypatch, tmp_path):
-    ws = tmp_path / "ws"
+def _base(corpus: Path, ws: Path) -> None:
+    """A copy of the corpus as it was before any append (the first test adds to the module's corpus)."""
     shutil.copytree(corpus, ws, ignore=shutil.ignore_patterns("run", "fresh"))
     (ws / "pipeline.yaml").write_text(PIPELINE)
     for extra in ("corpus/extra", "corpus/top", "corpus/dolma_cc/data/cc_en_head/aaa-new-dump.json.gz"):
         p = ws / extra
         shutil.rmtree(p) if p.is_dir() else p.unlink(missing_ok=True)
+
+
+def _kept_ids(run: Path) -> set[tuple[str, str]]:
+    return {(f.parent.name, i) for f in (run / "kept").glob("*/*.parquet") for i in pq.read_table(f, columns=["id"]).column("id").to_pylist()}
+
+
+def test_frozen_mode_keeps_every_published_document_and_removes_new_copies_of_them(corpus, monkeypatch, tmp_path, capfd):
+    ws = tmp_path / "ws"
+    _base(corpus, ws)
+    monkeypatch.chdir(ws)
+    _run(ws, "run")
+    shutil.copytree(ws / "run", ws / "published")
+    published = _kept_ids(ws / "published")
+
+    # a new source of the highest priority whose documents copy published ones: without frozen mode they would win
+    kept = _texts(ws, "run/kept/dclm/*.parquet", 5)
+    _dolma(ws / "corpus/top/part-0.json.gz", [(f"top-{i}", t) for i, t in enumerate(kept)] + [("top-own", "a page of its own " * 40)])
+    _add_source(ws, "top", "corpus/top/*.json.gz", first=True)
+    text = (ws / "pipeline.yaml").read_text()
+    assert "dedup: {policy: cross_source}" in text
+    (ws / "pipeline.yaml").write_text(text.replace("dedup: {policy: cross_source}",
+                                                   "dedup: {policy: cross_source, frozen: published/manifest.json}"))
+    lines = _run(ws, "run", capfd)
+    accounting_holds(ws / "run")
+    now = _kept_ids(ws / "run")
+    assert published <= now, f"frozen documents removed: {sorted(published - now)[:5]}"
+    assert ("top", "top-own") in now
+    removed = pq.read_table(ws / "run/ledger/dedup/top").to_pylist()
+    copies = [r for r in removed if r["id"].startswith("top-") and r["id"] != "top-own"]
+    assert len(copies) >= len(kept) - 1, removed
+    for r in copies:
+        assert r["reason"] == "minhash_duplicate_of:dclm" and "(dclm, frozen)" in r["detail"], r
+        assert ("dclm", r["detail"].split()[1]) in published, r
+    said = [line for line in lines if "removed as duplicates of frozen ones" in line]
+    assert said and f"{len(copies)} new documents removed" in said[0], lines
+    assert all(not r["detail"] or "frozen" not in r["detail"] for p in (ws / "run/ledger/dedup").glob("[!t]*")
+               for r in pq.read_table(p).to_pylist()), "a document of an older source removed for a frozen one"
+
+
+def test_frozen_needs_sound_mode_and_an_earlier_run(corpus, monkeypatch, tmp_path, capfd):
+    ws = tmp_path / "ws"
+    _base(corpus, ws)
+    monkeypatch.chdir(ws)
+    text = (ws / "pipeline.yaml").read_text()
+    (ws / "pipeline.yaml").write_text(text.replace("dedup: {policy: cross_source}",
+                                                   "dedup: {policy: cross_source, mode: unverified, frozen: published}"))
+    capfd.readouterr()
+    assert run_cli("pipeline.yaml", "--output", "run", "--inline", "-q", "--no-report") == 2
+    assert "stages.dedup.frozen" in capfd.readouterr().err
+    (ws / "pipeline.yaml").write_text(text.replace("dedup: {policy: cross_source}", "dedup: {policy: cross_source, frozen: nowhere}"))
+    assert run_cli("pipeline.yaml", "--output", "run", "--inline", "-q", "--no-report") == 2
+    err = capfd.readouterr().err
+    assert "stages.dedup.frozen: nowhere does not exist" in err and "Traceback" not in err
+
+
+def test_kill_9_during_an_append_then_a_rerun_equals_a_fresh_run(corpus, monkeypatch, tmp_path):
+    ws = tmp_path / "ws"
+    _base(corpus, ws)
     monkeypatch.chdir(ws)
     _run(ws, "run")
     _dolma(ws / "corpus/dolma_cc/data/cc_en_head/zzz-new.json.gz",
