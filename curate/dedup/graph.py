@@ -23,7 +23,7 @@ import pyarrow as pa
 
 from curate.dedup import components, nodes
 from curate.dedup.candidates import bucket_edges
-from curate.dedup.layout import read_columns, read_tables, tag_of, write_columns
+from curate.dedup.layout import read_bands, read_columns, read_tables, tag_of, write_columns
 from curate.dedup.policy import removed_mask
 from curate.dedup.shuffle import partition_of, split
 from curate.io import fs
@@ -47,9 +47,9 @@ class GraphDir:
                             {"node": U64, "hi": U64, "label_hi": U64, "label_lo": U64})
 
 
-def buckets(g: GraphDir, bands: str, verify: bool, p: int) -> dict:
-    cols = read_columns(fs.join(bands, f"p={p:05d}", "*.parquet"), ["band", "key", "node", "hi"],
-                        {"band": np.uint16, "key": U64, "node": U64, "hi": U64})
+def buckets(g: GraphDir, bands: str, verify: bool, numbers: dict | None, p: int) -> dict:
+    """`numbers`: (source, shard) -> (priority, index) where the band files are a minhash step's (`layout.read_bands`)."""
+    cols = read_bands(bands, p, numbers)
     u, v = bucket_edges(cols["band"], cols["key"], cols["node"])
     hi_u, hi_v = lookup(cols["node"], cols["hi"], u), lookup(cols["node"], cols["hi"], v)
     if verify:  # candidates go to the docs shard of u first

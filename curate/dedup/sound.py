@@ -31,7 +31,6 @@ from curate.dedup.settle import CHECK, REMOVED, Settled, finish, settle_members
 from curate.dedup.shingles import Shingling
 from curate.dedup.shuffle import partition_of, split
 from curate.dedup.signature_store import fixed_lists, read_signatures, signature_matrix
-from curate.io import fs
 from curate.io.parquet import write_table
 
 U64 = np.uint64
@@ -44,7 +43,7 @@ class Sound:
     threshold: float     # the least similarity to a kept document that allows a removal
     margin: float        # estimates within this of the threshold are decided by the exact Jaccard
     rounds: int          # sub-cluster rounds per component; members still unsettled after them are kept
-    signatures: str      # the minhash stage's signature files: s=<shard tag>.parquet
+    signatures: str      # the minhash stage's signature files: <source>/<shard>.parquet
     shingling: dict      # how that stage shingled (the exact Jaccard uses the same shingles)
     frozen: str | None = None   # an earlier run or manifest whose kept documents are never removed (`curate.dedup.frozen`)
 
@@ -57,15 +56,16 @@ def route(g: GraphDir, rnd: int, p: int) -> dict:
     return {"in": len(lab["node"])}
 
 
-def gather(g: GraphDir, s: Sound, tag: str, ids: pa.Array | None, frozen: np.ndarray | None = None) -> dict:
-    """Attach this shard's members' signatures (and ids when the policy ranks by id; whether each is frozen when
+def gather(g: GraphDir, s: Sound, signatures: str, tag: str, ids: pa.Array | None, frozen: np.ndarray | None = None) -> dict:
+    """Attach this shard's members' signatures (`signatures`: its file; and ids when the policy ranks by id; whether each is frozen when
     `frozen`, a mask over the shard's rows, is given); send them by component."""
     m = read_columns(g.path("sound", "route", f"s={tag}", "*.parquet"), ["node", "label", "hi"], {"node": U64, "label": U64, "hi": U64})
     if not len(m["node"]):
         return {"in": 0}
-    sig_node, length, sig = read_signatures(fs.join(s.signatures, f"s={tag}.parquet"))
-    at = np.searchsorted(sig_node, m["node"])
-    if len(sig_node) == 0 or not np.array_equal(sig_node[np.minimum(at, len(sig_node) - 1)], m["node"]):
+    sig_row, length, sig = read_signatures(signatures)
+    rows = nodes.row_of(m["node"]).astype(sig_row.dtype)
+    at = np.searchsorted(sig_row, rows)
+    if len(sig_row) == 0 or not np.array_equal(sig_row[np.minimum(at, len(sig_row) - 1)], rows):
         raise ValueError(f"shard {tag}: a cluster member has no stored signature (re-run the minhash step)")
     table = pa.table({"node": m["node"], "label": m["label"], "hi": m["hi"], "length": length[at], "sig": fixed_lists(sig[at])})
     if ids is not None:

@@ -56,6 +56,7 @@ class Clustering:
     verify: float | None = None
     shingling: dict | None = None
     sound: sound.Sound | None = None   # every removal checked against its cluster's representative (None: unverified)
+    numbers: dict | None = None  # (source, shard) -> (priority, index): the band files are a minhash step's, per shard
 
 
 def _column(run: RunDir, name: str, fn, job: ShardJob) -> dict:
@@ -77,7 +78,7 @@ def cluster(c: Clustering, run: RunDir, jobs: list[ShardJob], run_phase: PhaseRu
     g = c.graph
     parts = [Task(f"{p:05d}", f"partition {p}", p) for p in range(g.partitions)]
     shards = [Task(j.tag, f"source '{j.source}' shard {j.shard}", j) for j in jobs]
-    run_phase(_phase("buckets", parts, partial(graph.buckets, g, c.bands, c.verify is not None)))
+    run_phase(_phase("buckets", parts, partial(graph.buckets, g, c.bands, c.verify is not None, c.numbers)))
     if c.verify is not None:
         shingling = Shingling(**{**c.shingling, "normalize": tuple(c.shingling["normalize"])})
         run_phase(_phase("verify-a", shards, partial(_column, run, "text", partial(verify.verify_a, g, shingling))))
@@ -112,10 +113,12 @@ def _settle(c: Clustering, run: RunDir, shards: list[Task], parts: list[Task], f
 
 
 def _gather(run: RunDir, g: graph.GraphDir, s: sound.Sound, by_id: bool, job: ShardJob) -> dict:
+    signatures = fs.join(s.signatures, job.source, f"{job.shard}.parquet")
     if s.frozen is not None:  # which members are frozen: their ids against the same-named shard of the frozen kept/
         kept = fs.join(frozen.frozen_root(s.frozen), "kept", job.source, f"{job.shard}.parquet")
-        return _column(run, "id", lambda tag, ids: sound.gather(g, s, tag, ids if by_id else None, frozen.frozen_mask(ids, kept)), job)
-    return _column(run, "id", partial(sound.gather, g, s), job) if by_id else sound.gather(g, s, job.tag, None)
+        return _column(run, "id", lambda tag, ids: sound.gather(g, s, signatures, tag, ids if by_id else None,
+                                                                frozen.frozen_mask(ids, kept)), job)
+    return _column(run, "id", partial(sound.gather, g, s, signatures), job) if by_id else sound.gather(g, s, signatures, job.tag, None)
 
 
 def _queued(g: graph.GraphDir, shards: list[Task], *folder: str) -> list[Task]:

@@ -68,7 +68,7 @@ class DedupStage(ClusterStage):
                               f"(delete {self.run.work(self.upstream['minhash'])}) or --set stages.{self.name}.mode=unverified")
         sound = (Sound(o["threshold"], o["margin"], o["rounds"], mh.signatures, mh.shingling, o["frozen"]) if o["mode"] == "sound" else None)
         cluster(Clustering(self.name, GraphDir(self.graph_root(), mh.partitions), mh.bands, o["policy"], by_id,
-                           o["max_rounds"], o["verify"], mh.shingling, sound),
+                           o["max_rounds"], o["verify"], mh.shingling, sound, self.shard_numbers()),
                 self.run, self.jobs(tasks), run_phase)
         super().execute(tasks, run_phase)
         self.alarm()

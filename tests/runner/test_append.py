@@ -100,6 +100,9 @@ def test_three_appends_compute_only_new_work_and_equal_a_fresh_run(corpus, monke
     new_signals = {k for k in after if k.startswith("signals/shards/")} - set(before)
     assert len(new_signals) == 1
     assert any("[signals]" in line and "reused, 1 new" in line for line in lines), lines
+    old_minhash = {k for k in before if k.startswith("minhash/shards/")}
+    assert old_minhash and not (old_minhash & rewritten), "an unchanged shard's signatures were computed again"
+    assert any("[minhash]" in line and "reused, 1 new" in line for line in lines), lines
     _equals_fresh(ws, "a file added to dolma_cc")
 
     # 2. a new source of the lowest priority
@@ -108,11 +111,16 @@ def test_three_appends_compute_only_new_work_and_equal_a_fresh_run(corpus, monke
     _run(ws, "run")
     _equals_fresh(ws, "a lowest-priority source")
 
-    # 3. a new source of the highest priority, copying documents that were kept
+    # 3. a new source of the highest priority, copying documents that were kept: every source's priority moves, and
+    # still only the new source's signatures are computed (node numbers are the dedup step's, not stored)
     kept = _texts(ws, "run/kept/dclm/*.parquet", 5)
     _dolma(ws / "corpus/top/part-0.json.gz", [(f"top-{i}", t) for i, t in enumerate(kept)])
     _add_source(ws, "top", "corpus/top/*.json.gz", first=True)
+    before = markers(ws / "run")
     _run(ws, "run")
+    after = markers(ws / "run")
+    minhash = {k for k, t in after.items() if k.startswith("minhash/shards/") and before.get(k) != t}
+    assert minhash and all(k.startswith("minhash/shards/top/") for k in minhash), sorted(minhash)
     _equals_fresh(ws, "a highest-priority source")
     removed = pq.read_table(ws / "run/ledger/dedup/dclm").to_pylist()
     assert sum(r["reason"].endswith(":top") for r in removed) >= len(kept) - 1, "the copies in dclm go to the source above it"
