@@ -53,6 +53,16 @@ def read_bands(bands: str, p: int, numbers: dict[tuple[str, str], tuple[int, int
     return {n: (np.concatenate(v).astype(dtypes[n], copy=False) if v else np.empty(0, dtypes[n])) for n, v in parts.items()}
 
 
+def repartition(bands: str, old: int, partitions: int, source: str, shard: str) -> dict:
+    """Split one docs shard's band rows again, from `bands/n=<old>/` into `bands/n=<partitions>/`: the rows are the
+    same whatever the count, so an append that changes it moves them instead of computing the signatures again."""
+    files = fs.glob(fs.join(bands, f"n={old}", "p=*", source, f"{shard}.parquet"))
+    cols = read_columns_of(files, ["band", "key", "row", "tie"], {"band": np.uint16, "key": np.uint64, "row": np.uint64, "tie": np.uint64})
+    for p, part in split(partition_of(cols["key"], partitions), partitions, **cols):
+        write_columns(fs.join(bands, f"n={partitions}", f"p={p:05d}", source, f"{shard}.parquet"), **part)
+    return {"in": len(cols["key"])}
+
+
 def shard_tag(priority: int, index: int) -> str:
     return f"{priority:02d}-{index:07d}"
 
@@ -92,8 +102,12 @@ def write_columns(path: str, **columns: np.ndarray) -> None:
 
 def read_columns(pattern: str, names: list[str], dtypes: dict) -> dict[str, np.ndarray]:
     """Concatenate the named columns of every file matching `pattern` (empty arrays when none)."""
+    return read_columns_of(fs.glob(pattern), names, dtypes)
+
+
+def read_columns_of(paths: list[str], names: list[str], dtypes: dict) -> dict[str, np.ndarray]:
     parts: dict[str, list] = {n: [] for n in names}
-    for path in fs.glob(pattern):
+    for path in paths:
         with fs.open_input(path) as handle:
             table = read_table(handle, columns=names)
         for n in names:

@@ -105,10 +105,19 @@ def test_three_appends_compute_only_new_work_and_equal_a_fresh_run(corpus, monke
     assert any("[minhash]" in line and "reused, 1 new" in line for line in lines), lines
     _equals_fresh(ws, "a file added to dolma_cc")
 
-    # 2. a new source of the lowest priority
+    # 2. a new source of the lowest priority, and more hash partitions of band keys from now on (as when a corpus
+    # grows past a multiple of 250,000 documents): the kept shards' band rows are split again, not recomputed
+    monkeypatch.setattr("curate.dedup.layout.DOCS_PER_PARTITION", 40)
     _dolma(ws / "corpus/extra/part-0.json.gz", [(f"x-{i}", f"extra source page {i} about rivers and mountains " * 20) for i in range(8)])
     _add_source(ws, "extra", "corpus/extra/*.json.gz", first=False)
-    _run(ws, "run")
+    before = markers(ws / "run")
+    lines = _run(ws, "run", capfd)
+    after = markers(ws / "run")
+    minhash = {k for k, t in after.items() if k.startswith("minhash/shards/") and before.get(k) != t}
+    assert minhash and all(k.startswith("minhash/shards/extra/") for k in minhash), sorted(minhash)
+    assert any("split again into" in line for line in lines), lines
+    partitions = json.loads((ws / "run/_state/minhash/record.json").read_text())["partitions"]
+    assert partitions > 1 and [p.name for p in (ws / "run/_work/minhash/bands").iterdir()] == [f"n={partitions}"]
     _equals_fresh(ws, "a lowest-priority source")
 
     # 3. a new source of the highest priority, copying documents that were kept: every source's priority moves, and
@@ -117,10 +126,19 @@ def test_three_appends_compute_only_new_work_and_equal_a_fresh_run(corpus, monke
     _dolma(ws / "corpus/top/part-0.json.gz", [(f"top-{i}", t) for i, t in enumerate(kept)])
     _add_source(ws, "top", "corpus/top/*.json.gz", first=True)
     before = markers(ws / "run")
+    import curate.stages.tokenize as tokenize
+
+    tokenized = []
+    encode = tokenize.encode_documents
+    monkeypatch.setattr(tokenize, "encode_documents", lambda tok, texts, *a: tokenized.append(len(texts)) or encode(tok, texts, *a))
     _run(ws, "run")
+    monkeypatch.setattr(tokenize, "encode_documents", encode)
     after = markers(ws / "run")
     minhash = {k for k, t in after.items() if k.startswith("minhash/shards/") and before.get(k) != t}
     assert minhash and all(k.startswith("minhash/shards/top/") for k in minhash), sorted(minhash)
+    # the mix plan changed (dclm lost documents), so tokenize ran on every shard again, and tokenized only the new source
+    assert {k for k, t in after.items() if k.startswith("tokenize/shards/fwe/") and before.get(k) != t}, "tokenize did not run again"
+    assert sum(tokenized) == len(_texts(ws, "run/kept/top/*.parquet", 1000)) > 0, tokenized
     _equals_fresh(ws, "a highest-priority source")
     removed = pq.read_table(ws / "run/ledger/dedup/dclm").to_pylist()
     assert sum(r["reason"].endswith(":top") for r in removed) >= len(kept) - 1, "the copies in dclm go to the source above it"
