@@ -32,7 +32,7 @@ def run(sample: Path, out: Path) -> tuple[float, list[str]]:
     started = time.monotonic()
     done = subprocess.run([sys.executable, "-m", "curate", "run", str(ROOT / "pipelines" / "zyda2.yaml"), "--output", str(out),
                            "--inline", "--no-report"], check=True, env=env, capture_output=True, text=True)
-    lines = [line for line in (done.stdout + done.stderr).splitlines() if re.search(r"\] \d+ of \d+ shards reused", line)]
+    lines = [line for line in (done.stdout + done.stderr).splitlines() if re.search(r"\] \d+ of \d+ shards reused|split again", line)]
     return time.monotonic() - started, lines
 
 

@@ -58,6 +58,17 @@ def check(where: str) -> str | None:
     return None
 
 
+def identity(where: str, file_identity) -> object:
+    """What stands for the frozen mixture in a fingerprint: its manifest's identity (`file_identity`), or each kept
+    file's size and modification time."""
+    root = frozen_root(where)
+    manifest = where if not os.path.isdir(where) else os.path.join(root, "manifest.json")
+    if os.path.exists(manifest):
+        return {"manifest": file_identity(manifest)}
+    return {f"{s}/{h}": [os.stat(p).st_size, os.stat(p).st_mtime_ns] for (s, h), p in sorted(kept_files(where).items())
+            if os.path.exists(p)}
+
+
 def frozen_ids(path: str | None) -> pa.Array:
     """The ids of one frozen kept file (empty when there is none)."""
     if path is None or not fs.exists(path):

@@ -14,6 +14,7 @@ and `RUN/<stage>/clusters/<source>/<shard>.parquet` (`clustering.CLUSTERS`).
 from __future__ import annotations
 
 import logging
+import os
 
 from curate.common.schema import COUNT_MAX, Field
 from curate.dedup import alarms, frozen
@@ -81,16 +82,19 @@ class DedupStage(ClusterStage):
 
     def preflight(self) -> None:
         why = None if self.options["frozen"] is None else frozen.check(self.options["frozen"])
+        if why is None and self.options["frozen"] is not None and \
+                os.path.realpath(frozen.frozen_root(self.options["frozen"])) == os.path.realpath(self.run.root):
+            why = "names this run's own output, which the run rewrites; freeze a published copy (curate manifest publish)"
         if why is not None:
             raise ConfigError(self.pipeline.file, f"stages.{self.name}.frozen", why)
 
     def reads(self, tasks, source):
-        """The frozen run's kept files (by content): another earlier mixture decides again."""
+        """The frozen mixture (another earlier mixture decides again): its manifest by content (it lists every kept
+        file's sha256), else each kept file by size and modification time (never re-hashing a whole corpus)."""
         base = super().reads(tasks, source) or {}
         if self.options["frozen"] is None:
             return base or None
-        files = frozen.kept_files(self.options["frozen"]) if frozen.check(self.options["frozen"]) is None else {}
-        return {**base, "frozen": {f"{s}/{h}": file_identity(p) for (s, h), p in sorted(files.items())}}
+        return {**base, "frozen": frozen.identity(self.options["frozen"], file_identity)}
 
     def frozen_summary(self) -> dict | None:
         """How many frozen documents this run has, and how many new ones went for them (from the accounting markers)."""

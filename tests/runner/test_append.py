@@ -204,6 +204,10 @@ def test_frozen_needs_sound_mode_and_an_earlier_run(corpus, monkeypatch, tmp_pat
     assert run_cli("pipeline.yaml", "--output", "run", "--inline", "-q", "--no-report") == 2
     err = capfd.readouterr().err
     assert "stages.dedup.frozen: nowhere does not exist" in err and "Traceback" not in err
+    assert run_cli("pipeline.yaml", "--output", "run", "--inline", "-q", "--no-report") == 0   # the "run" to freeze
+    (ws / "pipeline.yaml").write_text(text.replace("dedup: {policy: cross_source}", "dedup: {policy: cross_source, frozen: run}"))
+    assert run_cli("pipeline.yaml", "--output", "run", "--inline", "-q", "--no-report") == 2
+    assert "names this run's own output" in capfd.readouterr().err
 
 
 def test_kill_9_during_an_append_then_a_rerun_equals_a_fresh_run(corpus, monkeypatch, tmp_path):
