@@ -204,6 +204,7 @@ def test_frozen_needs_sound_mode_and_an_earlier_run(corpus, monkeypatch, tmp_pat
     assert run_cli("pipeline.yaml", "--output", "run", "--inline", "-q", "--no-report") == 2
     err = capfd.readouterr().err
     assert "stages.dedup.frozen: nowhere does not exist" in err and "Traceback" not in err
+    (ws / "pipeline.yaml").write_text(text)
     assert run_cli("pipeline.yaml", "--output", "run", "--inline", "-q", "--no-report") == 0   # the "run" to freeze
     (ws / "pipeline.yaml").write_text(text.replace("dedup: {policy: cross_source}", "dedup: {policy: cross_source, frozen: run}"))
     assert run_cli("pipeline.yaml", "--output", "run", "--inline", "-q", "--no-report") == 2
