@@ -17,6 +17,7 @@ import os
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
+import pyarrow.parquet as pq
 
 from curate.io import fs
 from curate.io.parquet import read_table
@@ -77,9 +78,19 @@ def frozen_ids(path: str | None) -> pa.Array:
         return read_table(handle, columns=["id"]).column("id").combine_chunks().cast(pa.string())
 
 
+def count(path: str) -> int:
+    """Documents in one frozen kept file (from its footer)."""
+    with fs.open_input(path) as handle:
+        return pq.ParquetFile(handle).metadata.num_rows
+
+
 def frozen_mask(ids: pa.Array, path: str | None) -> np.ndarray:
-    """Per id: whether it is a frozen document (vectorised set membership)."""
-    frozen = frozen_ids(path)
+    """Per id: whether it is a frozen document of the kept file at `path`."""
+    return mask_in(ids, frozen_ids(path))
+
+
+def mask_in(ids: pa.Array, frozen: pa.Array) -> np.ndarray:
+    """Per id: whether it is one of `frozen` (vectorised set membership)."""
     if not len(frozen) or not len(ids):
         return np.zeros(len(ids), bool)
     return pc.is_in(ids.cast(pa.string()), value_set=frozen).to_numpy(zero_copy_only=False).astype(bool)

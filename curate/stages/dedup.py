@@ -23,11 +23,11 @@ from curate.dedup.policy import POLICIES
 from curate.dedup.sound import Sound
 from curate.errors import ConfigError, CurateError
 from curate.io import fs
-from curate.io.parquet import read_table
 from curate.rundir import DedupRecord, MinhashRecord
 from curate.stages.clustering import Clustering, ClusterStage, cluster
 from curate.stages.reads import file_identity
 from curate.stages.registry import stage
+from curate.stages.shard import Output
 
 log = logging.getLogger("curate")
 
@@ -96,20 +96,32 @@ class DedupStage(ClusterStage):
             return base or None
         return {**base, "frozen": frozen.identity(self.options["frozen"], file_identity)}
 
+    def process_shard(self, batches, shard):
+        """In frozen mode, also counts the shard's live frozen documents (`frozen` in its marker)."""
+        if self.options["frozen"] is None:
+            yield from super().process_shard(batches, shard)
+            return
+        kept = frozen.frozen_ids(fs.join(frozen.frozen_root(self.options["frozen"]), "kept", shard.source, f"{shard.shard}.parquet"))
+        found = 0
+
+        def counted():
+            nonlocal found
+            for batch in batches:
+                found += int(frozen.mask_in(batch.column("id").combine_chunks(), kept).sum())
+                yield batch
+
+        yield from super().process_shard(counted(), shard)
+        yield Output(counts={"frozen": found})
+
     def frozen_summary(self) -> dict | None:
-        """How many frozen documents this run has, and how many new ones went for them (from the accounting markers)."""
+        """How many documents the frozen mixture has, how many of them reached this step, how many new ones went for
+        them (from the accounting markers)."""
         if self.options["frozen"] is None:
             return None
-        files = frozen.kept_files(self.options["frozen"])
-        ours = {(t["source"], t["shard"]) for t in self.run.markers(self.name)}
-        documents = found = 0
-        for (source, shard), path in files.items():
-            documents += len(frozen.frozen_ids(path))
-            if (source, shard) in ours:
-                with fs.open_input(self.run.docs(source, shard)) as handle:
-                    found += int(frozen.frozen_mask(read_table(handle, columns=["id"]).column("id").combine_chunks(), path).sum())
-        removed = sum(m.get("removed_for_frozen", 0) for m in self.run.markers(self.name))
-        return {"from": self.options["frozen"], "documents": documents, "found": found, "removed_for_frozen": removed}
+        documents = sum(frozen.count(path) for path in frozen.kept_files(self.options["frozen"]).values())
+        markers = self.run.markers(self.name)
+        return {"from": self.options["frozen"], "documents": documents, "found": sum(m.get("frozen", 0) for m in markers),
+                "removed_for_frozen": sum(m.get("removed_for_frozen", 0) for m in markers)}
 
     def alarm(self) -> None:
         """Per source: the share removed and the largest clusters (published for summary.json and the report);

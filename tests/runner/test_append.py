@@ -186,6 +186,7 @@ def test_frozen_mode_keeps_every_published_document_and_removes_new_copies_of_th
         assert ("dclm", r["detail"].split()[1]) in published, r
     said = [line for line in lines if "removed as duplicates of frozen ones" in line]
     assert said and f"{len(copies)} new documents removed" in said[0], lines
+    assert f"{len(published):,} of its {len(published):,} kept documents found" in said[0], said
     assert all(not r["detail"] or "frozen" not in r["detail"] for p in (ws / "run/ledger/dedup").glob("[!t]*")
                for r in pq.read_table(p).to_pylist()), "a document of an older source removed for a frozen one"
 
