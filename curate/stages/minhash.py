@@ -1,12 +1,13 @@
 """The minhash stage: signatures and LSH band keys per docs shard, written by hash partition of key.
 
-Output: `RUN/_work/<stage>/bands/n=<partitions>/p=<partition>/<source>/<shard>.parquet` rows (band, key, row, tie) for a dedup
-step, where `row` says which document of the docs shard and `tie` ranks it within its source (`tie_break`), and
+Output: `RUN/_work/<stage>/bands/n=<partitions>/p=<partition>/<source>/<shard>.parquet` rows (band, key, row,
+tie) for a dedup step, where `row` says which document of the docs shard and `tie` ranks it within its source (`tie_break`), and
 `signatures/<source>/<shard>.parquet`. Nothing in them depends on another shard or on the priority (the dedup
 step numbers the nodes, `curate.dedup.layout.read_bands`), so an append computes only new or changed shards
 (`[minhash] 11 of 12 shards reused, 1 new`); when the partition count changes (one per 250,000 documents by
-default) the kept shards' band rows are split again (`bands/n=<partitions>/`), never recomputed. It publishes where the band keys are, how
-many partitions and how documents were shingled. Before running it prints the S-curve of its bands x rows.
+default) the kept shards' band rows are split again (`bands/n=<partitions>/`), never recomputed. It publishes
+where the band keys are, how many partitions and how documents were shingled. Before running it prints the
+S-curve of its bands x rows.
 """
 
 from __future__ import annotations
@@ -29,10 +30,10 @@ from curate.dedup.spec import MinHashSpec
 from curate.errors import ConfigError
 from curate.io import fs
 from curate.rundir import MinhashRecord
+from curate.rundir.layout import ACCOUNTING
 from curate.stages.facets import WARM_TEXT, Facets, Kernel
 from curate.stages.registry import stage
 from curate.stages.resources import task_cores
-from curate.rundir.layout import ACCOUNTING
 from curate.stages.phase import Phase, Task
 from curate.stages.shard import Output, ShardRef, ShardStage
 
