@@ -225,3 +225,18 @@ def test_kill_9_during_an_append_then_a_rerun_equals_a_fresh_run(corpus, monkeyp
     kill_9_when(cmd, lambda: signals.exists() and {p.name for p in signals.glob("*.json")} - old, 180, cwd=ws)
     _run(ws, "run")
     _equals_fresh(ws, "after kill -9")
+
+
+@pytest.mark.slow  # starts Ray
+def test_an_append_on_ray_workers_equals_a_fresh_inline_run(corpus, monkeypatch, tmp_path):
+    """The append's reuse (signatures, band keys split again, kept token ids) works the same in Ray tasks and actors."""
+    ws = tmp_path / "ws"
+    _base(corpus, ws)
+    monkeypatch.chdir(ws)
+    _run(ws, "run")
+    monkeypatch.setattr("curate.dedup.layout.DOCS_PER_PARTITION", 40)   # in the driver, which plans the partitions
+    kept = _texts(ws, "run/kept/dclm/*.parquet", 4)
+    _dolma(ws / "corpus/dolma_cc/data/cc_en_head/zzz-new.json.gz", [(f"late-{i}", t) for i, t in enumerate(kept)]
+           + [(f"own-{i}", f"{t}\n\nA paragraph of its own, number {i}.") for i, t in enumerate(_texts(ws, "run/kept/zyda/*.parquet", 4))])
+    assert run_cli("pipeline.yaml", "--output", "run", "--workers", "2", "-q", "--no-report") == 0
+    _equals_fresh(ws, "an append on 2 Ray workers")
