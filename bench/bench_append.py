@@ -9,6 +9,7 @@ every step (`[signals] 40 of 44 shards reused, 4 new`) and the comparison.
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import re
 import subprocess
@@ -32,8 +33,12 @@ def run(sample: Path, out: Path) -> tuple[float, list[str]]:
     started = time.monotonic()
     done = subprocess.run([sys.executable, "-m", "curate", "run", str(ROOT / "pipelines" / "zyda2.yaml"), "--output", str(out),
                            "--inline", "--no-report"], check=True, env=env, capture_output=True, text=True)
-    lines = [line for line in (done.stdout + done.stderr).splitlines() if re.search(r"\] \d+ of \d+ shards reused", line)]
-    return time.monotonic() - started, lines
+    wall = time.monotonic() - started
+    lines = [line for line in (done.stdout + done.stderr).splitlines() if re.search(r"\] \d+ of \d+ shards reused|split again", line)]
+    steps: dict[str, float] = {}
+    for row in json.loads((out / "summary.json").read_text()):   # a step's wall time is on each of its sources' rows
+        steps[row["stage"]] = row.get("wall_seconds", 0.0)
+    return wall, lines, steps
 
 
 def append_dump(sample: Path, fraction: float) -> int:
@@ -62,16 +67,19 @@ def main() -> int:
     with tempfile.TemporaryDirectory() as tmp:
         sample, out = Path(tmp) / "sample", Path(tmp) / "run"
         make_sample(sample, docs=args.docs, seed=0)
-        scratch, _ = run(sample, out)
-        noop, _ = run(sample, out)
+        scratch, _, scratch_steps = run(sample, out)
+        noop, _, _ = run(sample, out)
         added = append_dump(sample, args.fraction)
-        appended, lines = run(sample, out)
-        fresh, _ = run(sample, Path(tmp) / "fresh")
+        appended, lines, append_steps = run(sample, out)
+        fresh, _, _ = run(sample, Path(tmp) / "fresh")
         differ = compare(str(Path(tmp) / "fresh"), str(out))
         print(f"corpus: {args.docs:,} documents (sample); appended {added:,} (half planted duplicates)")
         print("| run | wall s | share of from scratch |\n|---|---|---|")
         for name, t in (("from scratch", scratch), ("no-op re-run", noop), ("append", appended), ("fresh run on the union", fresh)):
             print(f"| {name} | {t:.1f} | {t / scratch:.0%} |")
+        print("\n| step | from scratch s | append s |\n|---|---|---|")
+        for step, t in scratch_steps.items():
+            print(f"| {step} | {t:.1f} | {append_steps.get(step, 0.0):.1f} |")
         print("\nreuse lines of the append run:")
         print("\n".join(f"    {line.strip()}" for line in lines))
         print(f"\nappended run vs fresh run: {'identical' if not differ else f'{len(differ)} files differ: {differ[:5]}'}")

@@ -23,7 +23,7 @@ import pyarrow as pa
 
 from curate.dedup import components, nodes
 from curate.dedup.candidates import bucket_edges
-from curate.dedup.layout import read_columns, read_tables, tag_of, write_columns
+from curate.dedup.layout import read_bands, read_columns, read_tables, tag_of, write_columns
 from curate.dedup.policy import removed_mask
 from curate.dedup.shuffle import partition_of, split
 from curate.io import fs
@@ -47,9 +47,9 @@ class GraphDir:
                             {"node": U64, "hi": U64, "label_hi": U64, "label_lo": U64})
 
 
-def buckets(g: GraphDir, bands: str, verify: bool, p: int) -> dict:
-    cols = read_columns(fs.join(bands, f"p={p:05d}", "*.parquet"), ["band", "key", "node", "hi"],
-                        {"band": np.uint16, "key": U64, "node": U64, "hi": U64})
+def buckets(g: GraphDir, bands: str, verify: bool, numbers: dict | None, p: int) -> dict:
+    """`numbers`: (source, shard) -> (priority, index) where the band files are a minhash step's (`layout.read_bands`)."""
+    cols = read_bands(bands, p, numbers)
     u, v = bucket_edges(cols["band"], cols["key"], cols["node"])
     hi_u, hi_v = lookup(cols["node"], cols["hi"], u), lookup(cols["node"], cols["hi"], v)
     if verify:  # candidates go to the docs shard of u first
@@ -113,18 +113,20 @@ def decide(g: GraphDir, policy: str, by_id: bool, rnd: int, p: int) -> dict:
 METHODS = ("", "representative", "minhash estimate", "exact jaccard")  # how a member's similarity was measured
 
 
-def write_decisions(g: GraphDir, origin: str, node, label, gone, rep, sim=None, method=None, length=None) -> None:
+def write_decisions(g: GraphDir, origin: str, node, label, gone, rep, sim=None, method=None, length=None, frozen_rep=None) -> None:
     """Every member with its representative (the kept node that replaced it, or that it was compared with) by the
     representative's shard, where `resolve` names it; members with their fate and evidence by their own shard.
 
-    `sim`: similarity to the representative (NaN: not measured); `method`: index into METHODS; `length`: characters (-1: unknown)."""
+    `sim`: similarity to the representative (NaN: not measured); `method`: index into METHODS; `length`: characters (-1: unknown);
+    `frozen_rep`: removed for a frozen document (`curate.dedup.frozen`)."""
     n = len(node)
     sim = np.full(n, np.nan, np.float32) if sim is None else np.asarray(sim, np.float32)
     method = np.zeros(n, np.uint8) if method is None else np.asarray(method, np.uint8)
     length = np.full(n, -1, np.int64) if length is None else np.asarray(length, np.int64)
+    frozen_rep = np.zeros(n, bool) if frozen_rep is None else np.asarray(frozen_rep, bool)
     for key, part in by_shard(rep, node=node, rep=rep, gone=gone):
         write_columns(g.path("reps", f"s={tag_of(key)}", f"from-{origin}.parquet"), **part)
-    for key, part in by_shard(node, node=node, label=label, removed=gone, sim=sim, method=method, length=length):
+    for key, part in by_shard(node, node=node, label=label, removed=gone, sim=sim, method=method, length=length, frozen_rep=frozen_rep):
         write_columns(g.path("members", f"s={tag_of(key)}", f"from-{origin}.parquet"), **part)
 
 
@@ -186,12 +188,15 @@ class ShardDecisions:
     method: np.ndarray
     length: np.ndarray
     represents: np.ndarray
+    frozen_rep: np.ndarray
 
 
 def shard_decisions(root: str, tag: str) -> ShardDecisions:
     """What the graph phases decided for one docs shard (`root`: the GraphDir's root)."""
-    m = read_columns(fs.join(root, "members", f"s={tag}", "*.parquet"), ["node", "label", "removed", "sim", "method", "length"],
-                     {"node": U64, "label": U64, "removed": bool, "sim": np.float32, "method": np.uint8, "length": np.int64})
+    m = read_columns(fs.join(root, "members", f"s={tag}", "*.parquet"),
+                     ["node", "label", "removed", "sim", "method", "length", "frozen_rep"],
+                     {"node": U64, "label": U64, "removed": bool, "sim": np.float32, "method": np.uint8, "length": np.int64,
+                      "frozen_rep": bool})
     order = np.argsort(m["node"])
     m = {k: v[order] for k, v in m.items()}
     table = read_tables(fs.join(root, "resolved", f"s={tag}", "*.parquet"))
@@ -207,7 +212,8 @@ def shard_decisions(root: str, tag: str) -> ShardDecisions:
     represents = np.where(m["removed"], 0, 1).astype(np.int64)
     hit = np.isin(m["node"], reps["node"])
     represents[hit] += reps["count"][np.searchsorted(reps["node"], m["node"][hit])]
-    return ShardDecisions(m["node"], m["label"], m["removed"], rep_id, rep_source, m["sim"], m["method"], m["length"], represents)
+    return ShardDecisions(m["node"], m["label"], m["removed"], rep_id, rep_source, m["sim"], m["method"], m["length"], represents,
+                          m["frozen_rep"])
 
 
 def by_shard(keys_from: np.ndarray, **columns: np.ndarray):

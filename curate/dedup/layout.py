@@ -31,6 +31,38 @@ def shard_numbers(shards: list[tuple[str, str]], priority: list[str]) -> dict[tu
             for source, shards in by_source.items() for i, shard in enumerate(sorted(shards))}
 
 
+def read_bands(bands: str, p: int, numbers: dict[tuple[str, str], tuple[int, int]] | None) -> dict[str, np.ndarray]:
+    """Partition `p`'s band rows (band, key, node, hi). With `numbers`, files are a minhash step's, one per docs shard
+    (`p=<p>/<source>/<shard>.parquet`: rows and ranks within the source), numbered here: node from the shard's
+    (priority, index) and row, hi from the priority and the rank. Files of shards the run no longer has are skipped."""
+    dtypes = {"band": np.uint16, "key": np.uint64, "node": np.uint64, "hi": np.uint64}
+    if numbers is None:   # exact_dedup's keys: written with their node numbers
+        return read_columns(fs.join(bands, f"p={p:05d}", "*.parquet"), ["band", "key", "node", "hi"], dtypes)
+    parts: dict[str, list] = {n: [] for n in dtypes}
+    for path in sorted(fs.glob(fs.join(bands, f"p={p:05d}", "*", "*.parquet"))):
+        source, name = path.rstrip("/").rsplit("/", 2)[-2:]
+        at = numbers.get((source, name.removesuffix(".parquet")))
+        if at is None:
+            continue
+        with fs.open_input(path) as handle:
+            table = read_table(handle, columns=["band", "key", "row", "tie"])
+        parts["band"].append(table.column("band").to_numpy())
+        parts["key"].append(table.column("key").to_numpy())
+        parts["node"].append(nodes.pack(at[0], at[1], table.column("row").to_numpy()))
+        parts["hi"].append((np.uint64(at[0]) << np.uint64(32)) | table.column("tie").to_numpy().astype(np.uint64))
+    return {n: (np.concatenate(v).astype(dtypes[n], copy=False) if v else np.empty(0, dtypes[n])) for n, v in parts.items()}
+
+
+def repartition(bands: str, old: int, partitions: int, source: str, shard: str) -> dict:
+    """Split one docs shard's band rows again, from `bands/n=<old>/` into `bands/n=<partitions>/`: the rows are the
+    same whatever the count, so an append that changes it moves them instead of computing the signatures again."""
+    files = fs.glob(fs.join(bands, f"n={old}", "p=*", source, f"{shard}.parquet"))
+    cols = read_columns_of(files, ["band", "key", "row", "tie"], {"band": np.uint16, "key": np.uint64, "row": np.uint64, "tie": np.uint64})
+    for p, part in split(partition_of(cols["key"], partitions), partitions, **cols):
+        write_columns(fs.join(bands, f"n={partitions}", f"p={p:05d}", source, f"{shard}.parquet"), **part)
+    return {"in": len(cols["key"])}
+
+
 def shard_tag(priority: int, index: int) -> str:
     return f"{priority:02d}-{index:07d}"
 
@@ -70,8 +102,12 @@ def write_columns(path: str, **columns: np.ndarray) -> None:
 
 def read_columns(pattern: str, names: list[str], dtypes: dict) -> dict[str, np.ndarray]:
     """Concatenate the named columns of every file matching `pattern` (empty arrays when none)."""
+    return read_columns_of(fs.glob(pattern), names, dtypes)
+
+
+def read_columns_of(paths: list[str], names: list[str], dtypes: dict) -> dict[str, np.ndarray]:
     parts: dict[str, list] = {n: [] for n in names}
-    for path in fs.glob(pattern):
+    for path in paths:
         with fs.open_input(path) as handle:
             table = read_table(handle, columns=names)
         for n in names:

@@ -60,7 +60,8 @@ def _best(score: np.ndarray, partner: np.ndarray, starts: np.ndarray, count: np.
 
 
 def settle_members(comp: np.ndarray, priority: np.ndarray, sig: np.ndarray, policy: str, threshold: float,
-                   margin: float, rounds: int, max_kept: int = MAX_KEPT) -> Settled:
+                   margin: float, rounds: int, max_kept: int = MAX_KEPT, fixed: np.ndarray | None = None) -> Settled:
+    """`fixed`: members that are kept whenever a round reaches them, never compared (frozen documents, sorted first)."""
     n = len(comp)
     s = Settled(np.arange(n), np.ones(n, np.float32), np.full(n, KEPT, np.int8), np.full(n, -1), np.full(n, -1.0, np.float32),
                 np.full(n, -1), np.full(n, -1.0, np.float32), np.zeros(n, bool))
@@ -73,6 +74,8 @@ def settle_members(comp: np.ndarray, priority: np.ndarray, sig: np.ndarray, poli
         grp = np.cumsum(np.r_[True, comp[idx][1:] != comp[idx][:-1]]) - 1
         head = idx[np.searchsorted(grp, grp)]
         keeps = (idx == head) | (cross & (priority[idx] == priority[head]))
+        if fixed is not None:
+            keeps |= fixed[idx]
         fresh = keeps & (s.fate[idx] != CHECK)             # a waiting member keeps its evidence
         s.rep[idx[fresh]], s.sim[idx[fresh]] = head[fresh], equal_fraction(sig, idx[fresh], head[fresh])
         pending[idx[keeps]] = False

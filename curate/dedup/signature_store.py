@@ -1,8 +1,12 @@
 """The minhash stage's per-shard outputs: band rows by hash partition of key, and the shard's signatures.
 
-The signatures (`s=<shard tag>.parquet`: node, length in characters, sig as fixed_size_list<uint32>) are
+The signatures (`<source>/<shard>.parquet`: row, length in characters, sig as fixed_size_list<uint32>) are
 kept so that a sound dedup can check each cluster member against its representative from the
 signatures it already has (the fraction of equal slots estimates the Jaccard), without re-reading text.
+
+Both hold rows of the docs shard (`row`) and, in the band rows, the rank within a source (`tie`), never node
+numbers: a shard's files follow from its own documents alone, so an append reuses those of every unchanged shard
+(the dedup step numbers the nodes, `curate.dedup.layout.read_bands`).
 """
 
 from __future__ import annotations
@@ -30,8 +34,8 @@ def signature_matrix(column: pa.ChunkedArray | pa.Array) -> np.ndarray:
 
 
 class MinhashSink:
-    """Takes per-document rows (node, hi, keys: the band keys, sig, length); writes band rows (band, key,
-    node, hi) split by partition of key, and the signatures in one file, sorted by node."""
+    """Takes per-document rows (row, tie, keys: the band keys, sig, length); writes band rows (band, key,
+    row, tie) split by partition of key, and the signatures in one file, sorted by row."""
 
     def __init__(self, bands_path_of: Callable[[int], str], partitions: int, signatures_path: str):
         self.bands = PartitionedSink(bands_path_of, partitions, "key")
@@ -43,24 +47,24 @@ class MinhashSink:
     def write(self, table: pa.Table) -> None:
         keys = table.column("keys").combine_chunks()
         b = keys.type.list_size
-        node, hi = table.column("node").to_numpy(), table.column("hi").to_numpy()
-        self.bands.write(pa.table({"band": np.tile(np.arange(b, dtype=np.uint16), len(node)), "key": keys.flatten().to_numpy(),
-                                   "node": np.repeat(node, b), "hi": np.repeat(hi, b)}))
-        self.parts.append(table.select(["node", "length", "sig"]))
+        row, tie = table.column("row").to_numpy(), table.column("tie").to_numpy()
+        self.bands.write(pa.table({"band": np.tile(np.arange(b, dtype=np.uint16), len(row)), "key": keys.flatten().to_numpy(),
+                                   "row": np.repeat(row, b), "tie": np.repeat(tie, b)}))
+        self.parts.append(table.select(["row", "length", "sig"]))
 
     def __exit__(self, exc_type, exc, tb):
         self.bands.__exit__(exc_type, exc, tb)
         if exc_type is None and self.parts:
             table = pa.concat_tables(self.parts).combine_chunks()
-            write_table(self.signatures_path, table.take(pa.array(np.argsort(table.column("node").to_numpy(), kind="stable"))),
+            write_table(self.signatures_path, table.take(pa.array(np.argsort(table.column("row").to_numpy(), kind="stable"))),
                         compression="lz4")
         return False
 
 
 def read_signatures(path: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(node sorted, length, sig matrix) of one shard's signature file; empty arrays when it has none."""
+    """(row sorted, length, sig matrix) of one shard's signature file; empty arrays when it has none."""
     if not fs.exists(path):
         return np.empty(0, np.uint64), np.empty(0, np.int64), np.empty((0, 0), np.uint32)
     with fs.open_input(path) as handle:
         t = read_table(handle)
-    return t.column("node").to_numpy(), t.column("length").to_numpy(), signature_matrix(t.column("sig"))
+    return t.column("row").to_numpy(), t.column("length").to_numpy(), signature_matrix(t.column("sig"))

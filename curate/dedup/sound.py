@@ -31,7 +31,6 @@ from curate.dedup.settle import CHECK, REMOVED, Settled, finish, settle_members
 from curate.dedup.shingles import Shingling
 from curate.dedup.shuffle import partition_of, split
 from curate.dedup.signature_store import fixed_lists, read_signatures, signature_matrix
-from curate.io import fs
 from curate.io.parquet import write_table
 
 U64 = np.uint64
@@ -44,8 +43,9 @@ class Sound:
     threshold: float     # the least similarity to a kept document that allows a removal
     margin: float        # estimates within this of the threshold are decided by the exact Jaccard
     rounds: int          # sub-cluster rounds per component; members still unsettled after them are kept
-    signatures: str      # the minhash stage's signature files: s=<shard tag>.parquet
+    signatures: str      # the minhash stage's signature files: <source>/<shard>.parquet
     shingling: dict      # how that stage shingled (the exact Jaccard uses the same shingles)
+    frozen: str | None = None   # an earlier run or manifest whose kept documents are never removed (`curate.dedup.frozen`)
 
 
 def route(g: GraphDir, rnd: int, p: int) -> dict:
@@ -56,18 +56,22 @@ def route(g: GraphDir, rnd: int, p: int) -> dict:
     return {"in": len(lab["node"])}
 
 
-def gather(g: GraphDir, s: Sound, tag: str, ids: pa.Array | None) -> dict:
-    """Attach this shard's members' signatures (and ids when the policy ranks by id); send them by component."""
+def gather(g: GraphDir, s: Sound, signatures: str, tag: str, ids: pa.Array | None, frozen: np.ndarray | None = None) -> dict:
+    """Attach this shard's members' signatures (`signatures`: its file; and ids when the policy ranks by id; whether each is frozen when
+    `frozen`, a mask over the shard's rows, is given); send them by component."""
     m = read_columns(g.path("sound", "route", f"s={tag}", "*.parquet"), ["node", "label", "hi"], {"node": U64, "label": U64, "hi": U64})
     if not len(m["node"]):
         return {"in": 0}
-    sig_node, length, sig = read_signatures(fs.join(s.signatures, f"s={tag}.parquet"))
-    at = np.searchsorted(sig_node, m["node"])
-    if len(sig_node) == 0 or not np.array_equal(sig_node[np.minimum(at, len(sig_node) - 1)], m["node"]):
+    sig_row, length, sig = read_signatures(signatures)
+    rows = nodes.row_of(m["node"]).astype(sig_row.dtype)
+    at = np.searchsorted(sig_row, rows)
+    if len(sig_row) == 0 or not np.array_equal(sig_row[np.minimum(at, len(sig_row) - 1)], rows):
         raise ValueError(f"shard {tag}: a cluster member has no stored signature (re-run the minhash step)")
     table = pa.table({"node": m["node"], "label": m["label"], "hi": m["hi"], "length": length[at], "sig": fixed_lists(sig[at])})
     if ids is not None:
         table = table.append_column("id", ids.take(pa.array(nodes.row_of(m["node"]))).cast(pa.string()))
+    if frozen is not None:
+        table = table.append_column("frozen", pa.array(frozen[nodes.row_of(m["node"])]))
     part = partition_of(m["label"], g.partitions)
     order = np.argsort(part, kind="stable")
     bounds = np.flatnonzero(np.r_[True, part[order][1:] != part[order][:-1], True])
@@ -87,16 +91,21 @@ def settle(g: GraphDir, s: Sound, policy: str, by_id: bool, p: int) -> dict:
     t = read_tables(g.path("sound", "gathered", f"p={p:05d}", "*.parquet"))
     if t is None:
         return {"in": 0, "checks": 0, "largest": []}
+    frozen = "frozen" in t.column_names
+    # frozen documents first in their component (a tier above every source), then rank
+    tier = (~t.column("frozen").to_numpy(zero_copy_only=False)).astype(np.int8) if frozen else np.zeros(t.num_rows, np.int8)
     if by_id:
-        t = t.append_column("prio", pa.array(nodes.priority_of(t.column("node").to_numpy())))
-        t = t.sort_by([("label", "ascending"), ("prio", "ascending"), ("id", "ascending"), ("node", "ascending")])
+        t = t.append_column("prio", pa.array(nodes.priority_of(t.column("node").to_numpy()))).append_column("tier", pa.array(tier))
+        t = t.sort_by([("label", "ascending"), ("tier", "ascending"), ("prio", "ascending"), ("id", "ascending"), ("node", "ascending")])
     else:
-        t = t.take(pa.array(np.lexsort((t.column("node").to_numpy(), t.column("hi").to_numpy(), t.column("label").to_numpy()))))
+        t = t.take(pa.array(np.lexsort((t.column("node").to_numpy(), t.column("hi").to_numpy(), tier, t.column("label").to_numpy()))))
     node, label, length = (t.column(k).to_numpy() for k in ("node", "label", "length"))
     comp = np.cumsum(np.r_[True, label[1:] != label[:-1]]) - 1
-    st = settle_members(comp, nodes.priority_of(node), signature_matrix(t.column("sig")), policy, s.threshold, s.margin, s.rounds)
+    fixed = t.column("frozen").to_numpy(zero_copy_only=False).astype(bool) if frozen else None
+    priority = nodes.priority_of(node) if fixed is None else np.where(fixed, -1, nodes.priority_of(node))
+    st = settle_members(comp, priority, signature_matrix(t.column("sig")), policy, s.threshold, s.margin, s.rounds, fixed=fixed)
     write_columns(g.path("sound", "state", f"p={p:05d}.parquet"), node=node, label=label, length=length,
-                  **{k: getattr(st, k) for k in STATE})
+                  **{k: getattr(st, k) for k in STATE}, **({"frozen": fixed} if frozen else {}))
     check = st.fate == CHECK
     solid = check & (st.solid >= 0)
     wait = check & (st.wait >= 0) & ~st.wait_sure
@@ -109,10 +118,11 @@ def settle(g: GraphDir, s: Sound, policy: str, by_id: bool, p: int) -> dict:
 
 def finalize(g: GraphDir, s: Sound, p: int) -> dict:
     """Decide one partition of components with the exact checks' results; write the decisions and their evidence."""
-    names = ["node", "label", "length", *STATE]
+    names = ["node", "label", "length", *STATE] + (["frozen"] if s.frozen else [])
     cols = read_columns(g.path("sound", "state", f"p={p:05d}.parquet"), names,
                         {"node": U64, "label": U64, "length": np.int64, "rep": np.int64, "sim": np.float32, "fate": np.int8,
-                         "solid": np.int64, "solid_sim": np.float32, "wait": np.int64, "wait_sim": np.float32, "wait_sure": bool})
+                         "solid": np.int64, "solid_sim": np.float32, "wait": np.int64, "wait_sim": np.float32, "wait_sure": bool,
+                         "frozen": bool})
     node = cols["node"]
     if not len(node):
         return {"in": 0, "removed": 0}
@@ -135,7 +145,8 @@ def finalize(g: GraphDir, s: Sound, p: int) -> dict:
         has = use & ~np.isnan(j)
         sim[has], method[has] = j[has], EXACT
         sim[use & np.isnan(j)] = est[use & np.isnan(j)]
-    write_decisions(g, f"{p:05d}", node, cols["label"], gone, node[rep], sim, method.astype(np.uint8), cols["length"])
+    frozen_rep = gone & cols["frozen"][rep] if s.frozen else None
+    write_decisions(g, f"{p:05d}", node, cols["label"], gone, node[rep], sim, method.astype(np.uint8), cols["length"], frozen_rep)
     return {"in": len(node), "removed": int(gone.sum()), "exact_removed": int((gone & check).sum()), "sure": int((st.fate == REMOVED).sum())}
 
 

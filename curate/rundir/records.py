@@ -40,6 +40,7 @@ class DedupRecord(Record):
     alarms: list
     max_removed_share: float
     max_cluster: int
+    frozen: dict | None = None   # frozen mode: {"from", "documents", "found", "removed_for_frozen"}
 
 
 @dataclass(frozen=True)

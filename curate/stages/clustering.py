@@ -14,7 +14,7 @@ from typing import Iterator
 import numpy as np
 import pyarrow as pa
 
-from curate.dedup import graph, nodes, sound, verify
+from curate.dedup import frozen, graph, nodes, sound, verify
 from curate.dedup.shingles import Shingling
 from curate.errors import CurateError
 from curate.io import fs
@@ -56,6 +56,7 @@ class Clustering:
     verify: float | None = None
     shingling: dict | None = None
     sound: sound.Sound | None = None   # every removal checked against its cluster's representative (None: unverified)
+    numbers: dict | None = None  # (source, shard) -> (priority, index): the band files are a minhash step's, per shard
 
 
 def _column(run: RunDir, name: str, fn, job: ShardJob) -> dict:
@@ -77,7 +78,7 @@ def cluster(c: Clustering, run: RunDir, jobs: list[ShardJob], run_phase: PhaseRu
     g = c.graph
     parts = [Task(f"{p:05d}", f"partition {p}", p) for p in range(g.partitions)]
     shards = [Task(j.tag, f"source '{j.source}' shard {j.shard}", j) for j in jobs]
-    run_phase(_phase("buckets", parts, partial(graph.buckets, g, c.bands, c.verify is not None)))
+    run_phase(_phase("buckets", parts, partial(graph.buckets, g, c.bands, c.verify is not None, c.numbers)))
     if c.verify is not None:
         shingling = Shingling(**{**c.shingling, "normalize": tuple(c.shingling["normalize"])})
         run_phase(_phase("verify-a", shards, partial(_column, run, "text", partial(verify.verify_a, g, shingling))))
@@ -112,7 +113,12 @@ def _settle(c: Clustering, run: RunDir, shards: list[Task], parts: list[Task], f
 
 
 def _gather(run: RunDir, g: graph.GraphDir, s: sound.Sound, by_id: bool, job: ShardJob) -> dict:
-    return _column(run, "id", partial(sound.gather, g, s), job) if by_id else sound.gather(g, s, job.tag, None)
+    signatures = fs.join(s.signatures, job.source, f"{job.shard}.parquet")
+    if s.frozen is not None:  # which members are frozen: their ids against the same-named shard of the frozen kept/
+        kept = fs.join(frozen.frozen_root(s.frozen), "kept", job.source, f"{job.shard}.parquet")
+        return _column(run, "id", lambda tag, ids: sound.gather(g, s, signatures, tag, ids if by_id else None,
+                                                                frozen.frozen_mask(ids, kept)), job)
+    return _column(run, "id", partial(sound.gather, g, s, signatures), job) if by_id else sound.gather(g, s, signatures, job.tag, None)
 
 
 def _queued(g: graph.GraphDir, shards: list[Task], *folder: str) -> list[Task]:
@@ -150,11 +156,12 @@ def shard_outcome(graph_root: str, tag: str, source: str, reason: str,
                             "length": pa.array(length, pa.int64(), mask=length < 0), "represents": pa.array(d.represents[at])},
                            schema=CLUSTERS)
         gone = np.flatnonzero(d.removed[at])
-        details = [f"kept {d.rep_id[at][i]} ({d.rep_source[at][i]}); cluster {d.label[at][i]}"
+        for_frozen = d.frozen_rep[at]
+        details = [f"kept {d.rep_id[at][i]} ({d.rep_source[at][i]}{', frozen' if for_frozen[i] else ''}); cluster {d.label[at][i]}"
                    + (f"; similarity {sim[i]:.3f} ({graph.METHODS[method[i]]})" if measured[i] else "") for i in gone]
         yield Output(rows=members, removed=removals(
             ids.take(pa.array(gone, pa.int64())), pa.array([f"{reason}:{d.rep_source[at][i]}" for i in gone], pa.string()),
-            pa.array(details, pa.string())))
+            pa.array(details, pa.string())), counts={"removed_for_frozen": int(for_frozen.sum())} if for_frozen.any() else {})
 
 
 class ClusterFacets(Facets):
@@ -170,7 +177,10 @@ class ClusterFacets(Facets):
             return []
         shares = ", ".join(f"{s} {v['share']:.1%}" + (f" (largest clusters {', '.join(map(str, v['largest_clusters']))})"
                                                       if v["largest_clusters"] else "") for s, v in record.sources.items())
-        return [f"{step}: removed {shares}"] + [f"WARNING: {line}" for line in record.alarms]
+        frozen = [] if not record.frozen else [
+            f"{step}: frozen {record.frozen['from']}: {record.frozen['found']:,} of its {record.frozen['documents']:,} kept documents "
+            f"found; {record.frozen['removed_for_frozen']:,} new documents removed as duplicates of frozen ones"]
+        return [f"{step}: removed {shares}"] + frozen + [f"WARNING: {line}" for line in record.alarms]
 
     @classmethod
     def flags(cls, run, step, sources):

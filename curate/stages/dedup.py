@@ -14,16 +14,20 @@ and `RUN/<stage>/clusters/<source>/<shard>.parquet` (`clustering.CLUSTERS`).
 from __future__ import annotations
 
 import logging
+import os
 
 from curate.common.schema import COUNT_MAX, Field
-from curate.dedup import alarms
+from curate.dedup import alarms, frozen
 from curate.dedup.graph import GraphDir
 from curate.dedup.policy import POLICIES
 from curate.dedup.sound import Sound
-from curate.errors import CurateError
+from curate.errors import ConfigError, CurateError
+from curate.io import fs
 from curate.rundir import DedupRecord, MinhashRecord
 from curate.stages.clustering import Clustering, ClusterStage, cluster
+from curate.stages.reads import file_identity
 from curate.stages.registry import stage
+from curate.stages.shard import Output
 
 log = logging.getLogger("curate")
 
@@ -46,6 +50,9 @@ class DedupStage(ClusterStage):
         "margin": Field((float,), default=0.1, min=0.0, max=1.0,
                         doc="sound mode: MinHash estimates within this of the threshold are decided by the exact Jaccard"),
         "rounds": Field((int,), default=8, min=1, max=10_000, doc="sound mode: sub-cluster rounds per cluster before the rest is kept"),
+        "frozen": Field((str,), default=None, nullable=True,
+                        doc="an earlier run's folder or its manifest.json: every document of its kept/ stays kept; new documents "
+                            "that duplicate one are removed (sound mode)"),
         "max_removed_share": Field((float,), default=0.5, min=0.0, max=1.0,
                                    doc="alarm when a source loses more than this share of its documents to this step"),
         "max_cluster": Field((int,), default=10_000, min=1, max=COUNT_MAX, doc="alarm when a duplicate cluster holds more documents than this"),
@@ -60,12 +67,61 @@ class DedupStage(ClusterStage):
         if o["mode"] == "sound" and not mh.signatures:
             raise CurateError(f"stage '{self.name}': the minhash step kept no signatures (an older run); run it again "
                               f"(delete {self.run.work(self.upstream['minhash'])}) or --set stages.{self.name}.mode=unverified")
-        sound = (Sound(o["threshold"], o["margin"], o["rounds"], mh.signatures, mh.shingling) if o["mode"] == "sound" else None)
+        sound = (Sound(o["threshold"], o["margin"], o["rounds"], mh.signatures, mh.shingling, o["frozen"]) if o["mode"] == "sound" else None)
         cluster(Clustering(self.name, GraphDir(self.graph_root(), mh.partitions), mh.bands, o["policy"], by_id,
-                           o["max_rounds"], o["verify"], mh.shingling, sound),
+                           o["max_rounds"], o["verify"], mh.shingling, sound, self.shard_numbers()),
                 self.run, self.jobs(tasks), run_phase)
         super().execute(tasks, run_phase)
         self.alarm()
+
+    @classmethod
+    def validate_options(cls, options, sources, file, key):
+        super().validate_options(options, sources, file, key)
+        if options.get("frozen") is not None and options.get("mode", "sound") != "sound":
+            raise ConfigError(file, f"{key}.frozen", "frozen documents need mode: sound (every removal is checked against a kept one)")
+
+    def preflight(self) -> None:
+        why = None if self.options["frozen"] is None else frozen.check(self.options["frozen"])
+        if why is None and self.options["frozen"] is not None and \
+                os.path.realpath(frozen.frozen_root(self.options["frozen"])) == os.path.realpath(self.run.root):
+            why = "names this run's own output, which the run rewrites; freeze a published copy (curate manifest publish)"
+        if why is not None:
+            raise ConfigError(self.pipeline.file, f"stages.{self.name}.frozen", why)
+
+    def reads(self, tasks, source):
+        """The frozen mixture (another earlier mixture decides again): its manifest by content (it lists every kept
+        file's sha256), else each kept file by size and modification time (never re-hashing a whole corpus)."""
+        base = super().reads(tasks, source) or {}
+        if self.options["frozen"] is None:
+            return base or None
+        return {**base, "frozen": frozen.identity(self.options["frozen"], file_identity)}
+
+    def process_shard(self, batches, shard):
+        """In frozen mode, also counts the shard's live frozen documents (`frozen` in its marker)."""
+        if self.options["frozen"] is None:
+            yield from super().process_shard(batches, shard)
+            return
+        kept = frozen.frozen_ids(fs.join(frozen.frozen_root(self.options["frozen"]), "kept", shard.source, f"{shard.shard}.parquet"))
+        found = 0
+
+        def counted():
+            nonlocal found
+            for batch in batches:
+                found += int(frozen.mask_in(batch.column("id").combine_chunks(), kept).sum())
+                yield batch
+
+        yield from super().process_shard(counted(), shard)
+        yield Output(counts={"frozen": found})
+
+    def frozen_summary(self) -> dict | None:
+        """How many documents the frozen mixture has, how many of them reached this step, how many new ones went for
+        them (from the accounting markers)."""
+        if self.options["frozen"] is None:
+            return None
+        documents = sum(frozen.count(path) for path in frozen.kept_files(self.options["frozen"]).values())
+        markers = self.run.markers(self.name)
+        return {"from": self.options["frozen"], "documents": documents, "found": sum(m.get("frozen", 0) for m in markers),
+                "removed_for_frozen": sum(m.get("removed_for_frozen", 0) for m in markers)}
 
     def alarm(self) -> None:
         """Per source: the share removed and the largest clusters (published for summary.json and the report);
@@ -73,7 +129,7 @@ class DedupStage(ClusterStage):
         o = self.options
         found = alarms.check(self.name, self.run.markers(self.name), alarms.cluster_sizes(self.run.path(self.name, "clusters")),
                              o["max_removed_share"], o["max_cluster"], self.pipeline.priority, self.run.root)
-        self.run.publish(self.name, DedupRecord(**found))
+        self.run.publish(self.name, DedupRecord(**found, frozen=self.frozen_summary()))
         for line in found["alarms"]:
             log.warning("curate: warning: %s", line)
         if found["alarms"] and o["on_alarm"] == "error":

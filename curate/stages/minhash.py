@@ -1,9 +1,13 @@
 """The minhash stage: signatures and LSH band keys per docs shard, written by hash partition of key.
 
-Output: `RUN/_work/<stage>/bands/p=<partition>/<shard tag>.parquet` rows (band, key, node, hi) for a dedup
-step, where `node` says which document (see `curate.dedup.nodes`) and `hi` ranks it within a
-cluster (source priority, then `tie_break`). It publishes where the band keys are, how many partitions
-and how documents were shingled. Before running it prints the S-curve of its bands x rows.
+Output: `RUN/_work/<stage>/bands/n=<partitions>/p=<partition>/<source>/<shard>.parquet` rows (band, key, row,
+tie) for a dedup step, where `row` says which document of the docs shard and `tie` ranks it within its source (`tie_break`), and
+`signatures/<source>/<shard>.parquet`. Nothing in them depends on another shard or on the priority (the dedup
+step numbers the nodes, `curate.dedup.layout.read_bands`), so an append computes only new or changed shards
+(`[minhash] 11 of 12 shards reused, 1 new`); when the partition count changes (one per 250,000 documents by
+default) the kept shards' band rows are split again (`bands/n=<partitions>/`), never recomputed. It publishes
+where the band keys are, how many partitions and how documents were shingled. Before running it prints the
+S-curve of its bands x rows.
 """
 
 from __future__ import annotations
@@ -18,16 +22,19 @@ import pyarrow.compute as pc
 from curate.common.schema import SEED_MAX, Field
 from curate.dedup import nodes
 from curate.dedup.bands import choose_bands, format_s_curve
-from curate.dedup.layout import partitions_for, shard_numbers, shard_tag
+from curate.dedup.layout import partitions_for, repartition
 from curate.dedup.presets import PRESETS, get_preset
 from curate.dedup.signature_store import MinhashSink, fixed_lists
 from curate.dedup.signatures import MinHasher
 from curate.dedup.spec import MinHashSpec
 from curate.errors import ConfigError
-from curate.rundir import IngestRecord, MinhashRecord
+from curate.io import fs
+from curate.rundir import MinhashRecord
+from curate.rundir.layout import ACCOUNTING
 from curate.stages.facets import WARM_TEXT, Facets, Kernel
 from curate.stages.registry import stage
 from curate.stages.resources import task_cores
+from curate.stages.phase import Phase, Task
 from curate.stages.shard import Output, ShardRef, ShardStage
 
 log = logging.getLogger("curate")
@@ -41,6 +48,10 @@ def rank_key(values: pa.Array) -> np.ndarray:
     bits = x.view(np.uint32)
     ascending = np.where(bits & np.uint32(0x80000000), ~bits, bits | np.uint32(0x80000000))
     return (np.uint32(0xFFFFFFFF) - ascending).astype(np.uint64)
+
+
+def _repartition(payload: tuple) -> dict:
+    return repartition(*payload)
 
 
 def warm_signatures() -> None:
@@ -59,8 +70,7 @@ class MinhashFacets(Facets):
 @stage("minhash")
 class MinhashStage(ShardStage):
     PRODUCES = ("minhash",)
-    GLOBAL = True                   # partitions and node numbers follow every source, in priority order
-    PIPELINE_READS = ("priority",)
+    VERSION = 2                     # 2: files per docs shard, without node numbers (reusable by an append)
     ROW_NUMBERS = True
     CONCURRENT = True
     FACETS = MinhashFacets
@@ -118,36 +128,68 @@ class MinhashStage(ShardStage):
         spec = self.spec_of(self.options)
         log.info("%s: %s shingles (n=%d), %d permutations, %d bands x %d rows\n%s", self.name, spec.shingling.unit,
                  spec.shingling.n, spec.num_perm, spec.bands, spec.rows, format_s_curve(spec.bands, spec.rows, num_perm=spec.num_perm))
-        docs_step = self.previous[-1] if self.previous else self.upstream["docs"]
-        partitions = self.options["partitions"] or partitions_for(sum(m["kept"] for m in self.run.markers(docs_step)))
-        self.run.publish(self.name, MinhashRecord(self.run.work(self.name, "bands"), partitions,
+        for old in fs.glob(self.run.work(self.name, "bands", "p=*")) + fs.glob(self.run.work(self.name, "signatures", "s=*")):
+            fs.remove(old)   # an earlier version's files, numbered by shard tag
+        partitions = self.partitions_now()
+        before = self.run.find_record(self.name, MinhashRecord)
+        self.run.publish(self.name, MinhashRecord(self.run.work(self.name, "bands", f"n={partitions}"), partitions,
                                                   asdict(spec.shingling), self.options["tie_break"],
                                                   self.run.work(self.name, "signatures")))
+        self.repartition(tasks, partitions, before.partitions if before is not None else None, run_phase)
         super().execute(tasks, run_phase)
+
+    def repartition(self, tasks, partitions: int, before: int | None, run_phase) -> None:
+        """Band rows of kept shards split by another partition count (the corpus grew past a multiple of 250,000
+        documents) are split again, not computed again; then the other counts' folders go."""
+        root = self.run.work(self.name, "bands")
+        held: dict[tuple[str, str], set[int]] = {}
+        for path in fs.glob(fs.join(root, "n=*", "p=*", "*", "*.parquet")):
+            n, _, source, name = path.rstrip("/").rsplit("/", 4)[-4:]
+            held.setdefault((source, name.removesuffix(".parquet")), set()).add(int(n[2:]))
+        moves, done = [], fs.files_under(self.run.state(self.name, ACCOUNTING))
+        for t in tasks:
+            other = held.get((t.payload.source, t.payload.shard), set()) - {partitions}
+            if other and self.run.marker(self.name, ACCOUNTING, t.key) in done:
+                old = before if before in other else max(other)
+                moves.append(Task(t.key, t.where, (root, old, partitions, t.payload.source, t.payload.shard), t.source, t.shard))
+        if moves:
+            log.info("[%s] band keys of %d shards split again into %d partitions (signatures reused)", self.name, len(moves), partitions)
+            run_phase(Phase("repartition", moves, _repartition, concurrent=True))
+        for folder in fs.glob(fs.join(root, "n=*")):
+            if folder.rstrip("/").rsplit("/", 1)[-1] != f"n={partitions}":
+                fs.remove(folder)
+        fs.remove(self.run.state(self.name, "repartition"))
+
+    def partitions_now(self) -> int:
+        """The hash partitions of band keys: the option, else one per 250,000 documents that reach this step."""
+        docs_step = self.previous[-1] if self.previous else self.upstream["docs"]
+        return self.options["partitions"] or partitions_for(sum(m["kept"] for m in self.run.markers(docs_step)))
+
+    def source_outputs(self, source: str) -> list[str]:
+        """Its work files of the source too (band rows in every partition, signatures), so a changed shard's go."""
+        bands = [fs.join(p, source) for p in fs.glob(self.run.work(self.name, "bands", "n=*", "p=*"))]
+        return [*super().source_outputs(source), *bands, self.run.work(self.name, "signatures", source)]
 
     def setup(self) -> None:
         self.hasher = MinHasher(self.spec_of(self.options), threads=self.options["threads"] or task_cores())
-        self.partitions = self.run.record(self.name, MinhashRecord).partitions
-        self.numbers = shard_numbers(self.run.record(self.upstream["docs"], IngestRecord).pairs(), self.pipeline.priority)
+        record = self.run.record(self.name, MinhashRecord)
+        self.partitions, self.bands = record.partitions, record.bands
 
     def sink(self, shard: ShardRef) -> MinhashSink:
-        tag = shard_tag(*self.numbers[(shard.source, shard.shard)])
-        return MinhashSink(lambda p: self.run.work(self.name, "bands", f"p={p:05d}", f"{tag}.parquet"), self.partitions,
-                           self.run.work(self.name, "signatures", f"s={tag}.parquet"))
+        name = f"{shard.shard}.parquet"
+        return MinhashSink(lambda p: fs.join(self.bands, f"p={p:05d}", shard.source, name), self.partitions,
+                           self.run.work(self.name, "signatures", shard.source, name))
 
     def process(self, table: pa.Table, shard: ShardRef) -> Output | None:
         if not table.num_rows:
             return None
-        priority, index = self.numbers[(shard.source, shard.shard)]
         texts = table.column("text").combine_chunks()
         signatures = self.hasher(texts)
         valid = signatures.valid
         keys = self.hasher.band_keys(signatures)[valid]
-        node = nodes.pack(priority, index, table.column("_row").to_numpy()[valid])
-        hi = (U64(priority) << U64(32)) | self._tie_rank(table, texts)[valid]
         length = pc.utf8_length(texts).to_numpy(zero_copy_only=False).astype(np.int64)[valid]
-        return Output(rows=pa.table({"node": node, "hi": hi, "keys": fixed_lists(keys),
-                                     "sig": fixed_lists(signatures.values[valid]), "length": length}))
+        return Output(rows=pa.table({"row": table.column("_row").to_numpy()[valid].astype(U64), "tie": self._tie_rank(table, texts)[valid],
+                                     "keys": fixed_lists(keys), "sig": fixed_lists(signatures.values[valid]), "length": length}))
 
     def _tie_rank(self, table: pa.Table, texts: pa.Array) -> np.ndarray:
         tie = self.options["tie_break"]

@@ -5,15 +5,23 @@ Each actor loads the tokenizer once (`setup`). `resources` places the actors thr
 step ran, each document carries its number of copies from the mixture plan. Output, under the step's own name:
 `RUN/<step>/<source>/<shard>.parquet` with (source, id, tokens, copies), so two tokenize steps never share a file;
 it publishes the tokenizer's identity, vocabulary size and special ids for the pack and manifest steps, which find
-the step (and so its files) through their `upstream`.
+the step (and so its files) through their `upstream`. Token ids are also kept apart from copy counts
+(`curate.tokens.cache`): a shard recomputed because the mix plan changed (every shard, after an append) tokenizes
+only the documents whose text it has not tokenized before.
 """
 
 from __future__ import annotations
 
+import hashlib
+from dataclasses import asdict
+
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from curate.common.schema import Field
+from curate.config.pipeline import canonical_json
+from curate.io import fs
 from curate.io.parquet import ParquetSink
 from curate.rundir.tables import SourceSink
 from curate.rundir import MixRecord, TokenizerRecord
@@ -21,6 +29,7 @@ from curate.stages.reads import tokenizer_identity
 from curate.stages.registry import stage
 from curate.stages.resources import RESOURCE_OPTIONS, Resources
 from curate.stages.shard import Output, ShardRef, ShardStage
+from curate.tokens import cache
 from curate.tokens.mixture import doc_copies
 from curate.tokens.shard import encode_documents, to_arrow
 
@@ -69,25 +78,59 @@ class TokenizeStage(ShardStage):
         self.run.publish(self.name, TokenizerRecord(self.options["tokenizer"], tok.name, tok.identity(), tok.vocab_size,
                                                     tok.eos_id, tok.bos_id if self.options["bos"] else None,
                                                     self.options["eos"]))
+        for other in fs.glob(self.run.work(self.name, "tokens", "*")):   # ids of another tokenizer: never read again
+            if other.rstrip("/").rsplit("/", 1)[-1] != self.token_key():
+                fs.remove(other)
         super().execute(tasks, run_phase)
 
     def setup(self) -> None:
         self.tokenizer = self.load_tokenizer()
         self.plan = self.run.record(self.upstream["mix"], MixRecord).plan if "mix" in self.upstream else None
+        self.cache_key = self.token_key()
+
+    def token_key(self) -> str:
+        """The kept token ids' folder: what makes ids from a text (the tokenizer, its backend, BOS and EOS)."""
+        record = self.run.record(self.name, TokenizerRecord)
+        body = canonical_json({**asdict(record), "backend": self.options["backend"]})
+        return hashlib.sha256(body.encode()).hexdigest()[:16]
+
+    def cache_path(self, shard: ShardRef) -> str:
+        return self.run.work(self.name, "tokens", self.cache_key, shard.source, f"{shard.shard}.parquet")
+
+    def process_shard(self, batches, shard: ShardRef):
+        """Each batch with the shard's kept token ids at hand; the ids of its live documents are kept again."""
+        cached = cache.load(self.cache_path(shard))
+        with ParquetSink(self.cache_path(shard), cache.SCHEMA, compression="lz4") as keep:
+            for batch in batches:
+                out, kept = self.tokenize(batch, shard, cached)
+                if kept is not None:
+                    keep.write(kept)
+                yield out
 
     def sink(self, shard: ShardRef) -> ParquetSink:
         return SourceSink(self.run.token_docs(self.name, shard.source, shard.shard), shard.source, SCHEMA)
 
     def process(self, table: pa.Table, shard: ShardRef) -> Output | None:
+        return self.tokenize(table, shard, None)[0]
+
+    def tokenize(self, table: pa.Table, shard: ShardRef, cached: pa.Table | None) -> tuple[Output | None, pa.Table | None]:
+        """(the batch's output, its token ids to keep), taking the ids of documents `cached` has for the same text."""
         if not table.num_rows:
-            return None
+            return None, None
         tok = self.tokenizer
         ids = table.column("id").combine_chunks()
         if self.plan is not None:
             n = doc_copies(self.run, self.plan, shard.source, shard.shard, ids)
         else:
             n = np.ones(len(ids), np.int64)
-        encoded = encode_documents(tok, table.column("text").combine_chunks(), tok.eos_id if self.options["eos"] else None,
-                                   tok.bos_id if self.options["bos"] else None)
-        return Output(rows=pa.table([ids, to_arrow(encoded), pa.array(n.astype(np.int32))], schema=SCHEMA),
-                      counts={"tokens": int((encoded.lengths * n).sum())})
+        texts = table.column("text").combine_chunks()
+        hashes = cache.text_hashes(texts)
+        hit, at = cache.lookup(cached, ids, hashes)
+        fresh = texts.filter(pa.array(~hit)) if hit.any() else texts
+        encoded = to_arrow(encode_documents(tok, fresh, tok.eos_id if self.options["eos"] else None,
+                                            tok.bos_id if self.options["bos"] else None)) if len(fresh) else None
+        tokens = cache.merge(cached, hit, at, encoded if encoded is not None else pa.array([], cache.SCHEMA.field("tokens").type))
+        lengths = pc.list_value_length(tokens).to_numpy(zero_copy_only=False).astype(np.int64)
+        return (Output(rows=pa.table([ids, tokens, pa.array(n.astype(np.int32))], schema=SCHEMA),
+                       counts={"tokens": int((lengths * n).sum())}),
+                pa.table([ids.cast(pa.string()), pa.array(hashes), tokens], schema=cache.SCHEMA))

@@ -230,6 +230,15 @@ def test_settle_members_compares_with_kept_documents_only_and_re_clusters_the_re
     assert list(one.fate[[2, 3, 4]]) == [KEPT, KEPT, KEPT], "past the last round the rest is kept, never removed"
 
 
+def test_fixed_members_are_never_removed_even_under_policy_all():
+    """Frozen documents (sorted first, `fixed`) are all kept, though identical; a new copy of them goes."""
+    sig = np.tile(np.arange(64, dtype=np.uint32), (3, 1))
+    plain = settle_members(np.zeros(3, np.int64), np.array([0, 0, 0]), sig, "all", 0.8, 0.1, 8)
+    assert list(plain.fate) == [KEPT, REMOVED, REMOVED]
+    st = settle_members(np.zeros(3, np.int64), np.array([0, 0, 0]), sig, "all", 0.8, 0.1, 8, fixed=np.array([True, True, False]))
+    assert list(st.fate) == [KEPT, KEPT, REMOVED] and st.rep[2] in (0, 1)
+
+
 def _settled(fate, solid, wait, wait_sure):
     n = len(fate)
     return Settled(np.arange(n), np.ones(n, np.float32), np.array(fate, np.int8), np.array(solid), np.zeros(n, np.float32),

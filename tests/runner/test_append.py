@@ -100,31 +100,121 @@ def test_three_appends_compute_only_new_work_and_equal_a_fresh_run(corpus, monke
     new_signals = {k for k in after if k.startswith("signals/shards/")} - set(before)
     assert len(new_signals) == 1
     assert any("[signals]" in line and "reused, 1 new" in line for line in lines), lines
+    old_minhash = {k for k in before if k.startswith("minhash/shards/")}
+    assert old_minhash and not (old_minhash & rewritten), "an unchanged shard's signatures were computed again"
+    assert any("[minhash]" in line and "reused, 1 new" in line for line in lines), lines
     _equals_fresh(ws, "a file added to dolma_cc")
 
-    # 2. a new source of the lowest priority
+    # 2. a new source of the lowest priority, and more hash partitions of band keys from now on (as when a corpus
+    # grows past a multiple of 250,000 documents): the kept shards' band rows are split again, not recomputed
+    monkeypatch.setattr("curate.dedup.layout.DOCS_PER_PARTITION", 40)
     _dolma(ws / "corpus/extra/part-0.json.gz", [(f"x-{i}", f"extra source page {i} about rivers and mountains " * 20) for i in range(8)])
     _add_source(ws, "extra", "corpus/extra/*.json.gz", first=False)
-    _run(ws, "run")
+    before = markers(ws / "run")
+    lines = _run(ws, "run", capfd)
+    after = markers(ws / "run")
+    minhash = {k for k, t in after.items() if k.startswith("minhash/shards/") and before.get(k) != t}
+    assert minhash and all(k.startswith("minhash/shards/extra/") for k in minhash), sorted(minhash)
+    assert any("split again into" in line for line in lines), lines
+    partitions = json.loads((ws / "run/_state/minhash/record.json").read_text())["partitions"]
+    assert partitions > 1 and [p.name for p in (ws / "run/_work/minhash/bands").iterdir()] == [f"n={partitions}"]
     _equals_fresh(ws, "a lowest-priority source")
 
-    # 3. a new source of the highest priority, copying documents that were kept
+    # 3. a new source of the highest priority, copying documents that were kept: every source's priority moves, and
+    # still only the new source's signatures are computed (node numbers are the dedup step's, not stored)
     kept = _texts(ws, "run/kept/dclm/*.parquet", 5)
     _dolma(ws / "corpus/top/part-0.json.gz", [(f"top-{i}", t) for i, t in enumerate(kept)])
     _add_source(ws, "top", "corpus/top/*.json.gz", first=True)
+    before = markers(ws / "run")
+    import curate.stages.tokenize as tokenize
+
+    tokenized = []
+    encode = tokenize.encode_documents
+    monkeypatch.setattr(tokenize, "encode_documents", lambda tok, texts, *a: tokenized.append(len(texts)) or encode(tok, texts, *a))
     _run(ws, "run")
+    monkeypatch.setattr(tokenize, "encode_documents", encode)
+    after = markers(ws / "run")
+    minhash = {k for k, t in after.items() if k.startswith("minhash/shards/") and before.get(k) != t}
+    assert minhash and all(k.startswith("minhash/shards/top/") for k in minhash), sorted(minhash)
+    # the mix plan changed (dclm lost documents), so tokenize ran on every shard again, and tokenized only the new source
+    assert {k for k, t in after.items() if k.startswith("tokenize/shards/fwe/") and before.get(k) != t}, "tokenize did not run again"
+    assert sum(tokenized) == len(_texts(ws, "run/kept/top/*.parquet", 1000)) > 0, tokenized
     _equals_fresh(ws, "a highest-priority source")
     removed = pq.read_table(ws / "run/ledger/dedup/dclm").to_pylist()
     assert sum(r["reason"].endswith(":top") for r in removed) >= len(kept) - 1, "the copies in dclm go to the source above it"
 
 
-def test_kill_9_during_an_append_then_a_rerun_equals_a_fresh_run(corpus, monkeypatch, tmp_path):
-    ws = tmp_path / "ws"
+def _base(corpus: Path, ws: Path) -> None:
+    """A copy of the corpus as it was before any append (the first test adds to the module's corpus)."""
     shutil.copytree(corpus, ws, ignore=shutil.ignore_patterns("run", "fresh"))
     (ws / "pipeline.yaml").write_text(PIPELINE)
     for extra in ("corpus/extra", "corpus/top", "corpus/dolma_cc/data/cc_en_head/aaa-new-dump.json.gz"):
         p = ws / extra
         shutil.rmtree(p) if p.is_dir() else p.unlink(missing_ok=True)
+
+
+def _kept_ids(run: Path) -> set[tuple[str, str]]:
+    return {(f.parent.name, i) for f in (run / "kept").glob("*/*.parquet") for i in pq.read_table(f, columns=["id"]).column("id").to_pylist()}
+
+
+def test_frozen_mode_keeps_every_published_document_and_removes_new_copies_of_them(corpus, monkeypatch, tmp_path, capfd):
+    ws = tmp_path / "ws"
+    _base(corpus, ws)
+    monkeypatch.chdir(ws)
+    _run(ws, "run")
+    shutil.copytree(ws / "run", ws / "published")
+    published = _kept_ids(ws / "published")
+
+    # a new source of the highest priority whose documents copy published ones: without frozen mode they would win
+    kept = _texts(ws, "run/kept/dclm/*.parquet", 5)
+    _dolma(ws / "corpus/top/part-0.json.gz", [(f"top-{i}", t) for i, t in enumerate(kept)] + [("top-own", "a page of its own " * 40)])
+    _add_source(ws, "top", "corpus/top/*.json.gz", first=True)
+    text = (ws / "pipeline.yaml").read_text()
+    assert "dedup: {policy: cross_source}" in text
+    (ws / "pipeline.yaml").write_text(text.replace("dedup: {policy: cross_source}",
+                                                   "dedup: {policy: cross_source, frozen: published/manifest.json}"))
+    lines = _run(ws, "run", capfd)
+    accounting_holds(ws / "run")
+    now = _kept_ids(ws / "run")
+    assert published <= now, f"frozen documents removed: {sorted(published - now)[:5]}"
+    assert ("top", "top-own") in now
+    removed = pq.read_table(ws / "run/ledger/dedup/top").to_pylist()
+    copies = [r for r in removed if r["id"].startswith("top-") and r["id"] != "top-own"]
+    assert len(copies) >= len(kept) - 1, removed
+    for r in copies:
+        assert r["reason"] == "minhash_duplicate_of:dclm" and "(dclm, frozen)" in r["detail"], r
+        assert ("dclm", r["detail"].split()[1]) in published, r
+    said = [line for line in lines if "removed as duplicates of frozen ones" in line]
+    assert said and f"{len(copies)} new documents removed" in said[0], lines
+    assert f"{len(published):,} of its {len(published):,} kept documents found" in said[0], said
+    assert all(not r["detail"] or "frozen" not in r["detail"] for p in (ws / "run/ledger/dedup").glob("[!t]*")
+               for r in pq.read_table(p).to_pylist()), "a document of an older source removed for a frozen one"
+
+
+def test_frozen_needs_sound_mode_and_an_earlier_run(corpus, monkeypatch, tmp_path, capfd):
+    ws = tmp_path / "ws"
+    _base(corpus, ws)
+    monkeypatch.chdir(ws)
+    text = (ws / "pipeline.yaml").read_text()
+    (ws / "pipeline.yaml").write_text(text.replace("dedup: {policy: cross_source}",
+                                                   "dedup: {policy: cross_source, mode: unverified, frozen: published}"))
+    capfd.readouterr()
+    assert run_cli("pipeline.yaml", "--output", "run", "--inline", "-q", "--no-report") == 2
+    assert "stages.dedup.frozen" in capfd.readouterr().err
+    (ws / "pipeline.yaml").write_text(text.replace("dedup: {policy: cross_source}", "dedup: {policy: cross_source, frozen: nowhere}"))
+    assert run_cli("pipeline.yaml", "--output", "run", "--inline", "-q", "--no-report") == 2
+    err = capfd.readouterr().err
+    assert "stages.dedup.frozen: nowhere does not exist" in err and "Traceback" not in err
+    (ws / "pipeline.yaml").write_text(text)
+    assert run_cli("pipeline.yaml", "--output", "run", "--inline", "-q", "--no-report") == 0   # the "run" to freeze
+    (ws / "pipeline.yaml").write_text(text.replace("dedup: {policy: cross_source}", "dedup: {policy: cross_source, frozen: run}"))
+    assert run_cli("pipeline.yaml", "--output", "run", "--inline", "-q", "--no-report") == 2
+    assert "names this run's own output" in capfd.readouterr().err
+
+
+def test_kill_9_during_an_append_then_a_rerun_equals_a_fresh_run(corpus, monkeypatch, tmp_path):
+    ws = tmp_path / "ws"
+    _base(corpus, ws)
     monkeypatch.chdir(ws)
     _run(ws, "run")
     _dolma(ws / "corpus/dolma_cc/data/cc_en_head/zzz-new.json.gz",
@@ -135,3 +225,18 @@ def test_kill_9_during_an_append_then_a_rerun_equals_a_fresh_run(corpus, monkeyp
     kill_9_when(cmd, lambda: signals.exists() and {p.name for p in signals.glob("*.json")} - old, 180, cwd=ws)
     _run(ws, "run")
     _equals_fresh(ws, "after kill -9")
+
+
+@pytest.mark.slow  # starts Ray
+def test_an_append_on_ray_workers_equals_a_fresh_inline_run(corpus, monkeypatch, tmp_path):
+    """The append's reuse (signatures, band keys split again, kept token ids) works the same in Ray tasks and actors."""
+    ws = tmp_path / "ws"
+    _base(corpus, ws)
+    monkeypatch.chdir(ws)
+    _run(ws, "run")
+    monkeypatch.setattr("curate.dedup.layout.DOCS_PER_PARTITION", 40)   # in the driver, which plans the partitions
+    kept = _texts(ws, "run/kept/dclm/*.parquet", 4)
+    _dolma(ws / "corpus/dolma_cc/data/cc_en_head/zzz-new.json.gz", [(f"late-{i}", t) for i, t in enumerate(kept)]
+           + [(f"own-{i}", f"{t}\n\nA paragraph of its own, number {i}.") for i, t in enumerate(_texts(ws, "run/kept/zyda/*.parquet", 4))])
+    assert run_cli("pipeline.yaml", "--output", "run", "--workers", "2", "-q", "--no-report") == 0
+    _equals_fresh(ws, "an append on 2 Ray workers")

@@ -208,10 +208,10 @@ MUTATIONS = {
     "filter switched off": (_set("stages.quality_filter.enabled=false"), BEFORE_MIX, ["signals"]),
     "input file edited in place": (_edit_text, ALL, []),
     "input file added": (_add_file, ALL, []),
-    "input file removed": (_remove_file, {"ingest", "minhash", "dedup", "mix", "tokenize", "pack", "manifest"},
-                           ["signals", "quality_filter", "quality", "dual_use", "kept"]),   # the other shards' results hold
-    "priority": (_set("priority=[dolma_cc, fwe, dclm, zyda]"), ALL - {"ingest"}, ["ingest"]),
-    "source removed": (_remove_source, ALL - {"ingest", "signals", "quality_filter"}, ["signals", "quality_filter"]),
+    "input file removed": (_remove_file, {"ingest", "dedup", "mix", "tokenize", "pack", "manifest"},
+                           ["minhash", "signals", "quality_filter", "quality", "dual_use", "kept"]),   # the other shards' results hold
+    "priority": (_set("priority=[dolma_cc, fwe, dclm, zyda]"), ALL - {"ingest", "minhash"}, ["ingest", "minhash"]),
+    "source removed": (_remove_source, ALL - {"ingest", "minhash", "signals", "quality_filter"}, ["minhash", "signals", "quality_filter"]),
     # kept reuses every shard: the mix's new plan leaves each shard's ledger as it was (only token ids change)
     "tokenizer": (_tokenizer_file, AFTER_MIX - {"kept"}, ["dual_use", "kept"]),
     "mix epochs": (_set("stages.mix.epochs.dclm=0.7"), AFTER_MIX, ["dual_use"]),
@@ -239,8 +239,8 @@ NARROW = {
     "filter threshold on fwe": {"quality_filter": {"fwe"}, "quality": {"fwe"}, "dual_use": {"fwe"}},
     "classify keep predicate": {"quality": {"zyda"}, "dual_use": {"zyda"}},
     "classify model file replaced": {"quality": {"zyda", "dolma_cc"}, "dual_use": {"zyda", "dolma_cc"}},
-    "input file edited in place": {"ingest": {"zyda"}},
-    "input file added": {"ingest": {"dolma_cc"}, "signals": {"dolma_cc"}, "quality_filter": {"dolma_cc"}},
+    "input file edited in place": {"ingest": {"zyda"}, "minhash": {"zyda"}},
+    "input file added": {"ingest": {"dolma_cc"}, "minhash": {"dolma_cc"}, "signals": {"dolma_cc"}, "quality_filter": {"dolma_cc"}},
     "input file removed": {"ingest": {"dclm"}},
 }
 

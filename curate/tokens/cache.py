@@ -1,0 +1,56 @@
+"""Token ids kept apart from copy counts, so a tokenize step never tokenizes a document it has seen before.
+
+After an append the mix plan changes, and with it every shard's copy counts: the tokenize step redoes every
+shard, but the token ids of a document depend only on its text and the tokenizer. Each shard's ids are kept in
+`_work/<step>/tokens/<tokenizer key>/<source>/<shard>.parquet` (id, text_hash, tokens); a recomputed shard takes
+the tokens of every document whose id and text hash match and tokenizes only the rest. What the step writes is the
+same either way: token ids are a function of the text (checked by `text_hash`, xxh3 of the UTF-8 text).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import xxhash
+
+from curate.io import fs
+from curate.io.parquet import read_table
+
+SCHEMA = pa.schema([("id", pa.string()), ("text_hash", pa.uint64()), ("tokens", pa.large_list(pa.int32()))])
+
+
+def text_hashes(texts: pa.Array) -> np.ndarray:
+    h = xxhash.xxh3_64_intdigest
+    return np.fromiter((h((t or "").encode("utf-8")) for t in texts.to_pylist()), dtype=np.uint64, count=len(texts))
+
+
+def load(path: str) -> pa.Table | None:
+    """A shard's kept token ids (None when there are none)."""
+    if not fs.exists(path):
+        return None
+    with fs.open_input(path) as handle:
+        table = read_table(handle)
+    return table if table.schema.equals(SCHEMA) and table.num_rows else None
+
+
+def lookup(cached: pa.Table | None, ids: pa.Array, hashes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(hit, at): which documents have kept tokens for the same text, and their rows in `cached`."""
+    if cached is None or not len(ids):
+        return np.zeros(len(ids), bool), np.zeros(len(ids), np.int64)
+    at = pc.fill_null(pc.index_in(ids.cast(pa.string()), value_set=cached.column("id").combine_chunks()), -1)
+    at = at.to_numpy(zero_copy_only=False).astype(np.int64)
+    hit = at >= 0
+    hit[hit] = cached.column("text_hash").to_numpy()[at[hit]] == hashes[hit]
+    return hit, at
+
+
+def merge(cached: pa.Table | None, hit: np.ndarray, at: np.ndarray, fresh: pa.LargeListArray) -> pa.LargeListArray:
+    """Every document's tokens in batch order: kept ones where `hit`, then `fresh` (the rest, in order)."""
+    if not hit.any():
+        return fresh
+    reused = cached.column("tokens").combine_chunks().take(pa.array(at[hit]))
+    order = np.empty(len(hit), np.int64)
+    order[np.flatnonzero(hit)] = np.arange(int(hit.sum()))
+    order[np.flatnonzero(~hit)] = int(hit.sum()) + np.arange(int((~hit).sum()))
+    return pa.concat_arrays([reused, fresh.cast(reused.type)]).take(pa.array(order))
