@@ -26,7 +26,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from curate.tokens.batch import Tokens  # noqa: E402
-from curate.tokens.docmap import DocKeys, merge_maps  # noqa: E402
+from curate.tokens.docmap import SHARD_MAPS, DocKeys, merge_maps  # noqa: E402
 from curate.tokens.formats import get  # noqa: E402
 from curate.tokens.shard import pack_shard  # noqa: E402
 
@@ -66,10 +66,9 @@ def pack_step(tmp: str, shards: list[str], method: str, seq_len: int, formats: l
         parts.append(prefix)
     out = os.path.join(tmp, "maps" if maps else "plain")
     for name in formats:
-        fmt = get(name)
-        fmt.merge(out, parts, vocab_size=50257, tokenizer_name="gpt2")
-        if maps:
-            merge_maps(out + fmt.map_suffix, [q + fmt.map_suffix for q in parts])
+        get(name).merge(out, parts, vocab_size=50257, tokenizer_name="gpt2")
+    if maps:
+        merge_maps({name: out + get(name).map_suffix for name in formats if get(name).map_suffix}, [q + SHARD_MAPS for q in parts])
 
 
 def main() -> None:
