@@ -5,8 +5,9 @@ by the format's kind) split its files into tasks; the stage never branches on th
 reads each file (every input record becomes a document or a ledger row `bad_record:<why>`; a shard with
 more bad records than `max_bad_fraction` fails the run) and hands its ids to hash partitions; phase `ids`
 finds ids that an earlier file (or task) of the same source already has; the accounting phase drops those
-later copies into the ledger as `bad_record:duplicate_id`, so an id means one document, and gives an empty
-shard its source's columns. Then the stage publishes the list of docs shards, which every later shard
+later copies into the ledger as `bad_record:duplicate_id`, so an id means one document, gives an empty
+shard its source's columns and writes the shard's id index (`curate.rundir.idindex`, what `curate why` looks ids up
+in). Then the stage publishes the list of docs shards, which every later shard
 stage plans from.
 """
 
@@ -27,6 +28,7 @@ from curate.readers import FORMATS, READERS
 from curate.readers.base import BadRecords, ReadOptions, ReadTask
 from curate.readers.duplicates import apply_duplicates, content_hash, id_partitions, later_copies_in, partitioned, take_columns
 from curate.rundir import IngestRecord, ledger_table, write_ledger
+from curate.rundir.idindex import write_index
 from curate.rundir.layout import ACCOUNTING
 from curate.stages.base import Stage
 from curate.stages.phase import Phase, Task
@@ -149,6 +151,7 @@ class IngestStage(Stage):
 
     def source_outputs(self, source: str) -> list[str]:
         return [*super().source_outputs(source), self.run.work(self.name, "duplicates", source),
+                self.run.work(self.name, "index", source),   # its shards' id indexes (RunDir.id_index)
                 *fs.glob(self.run.work(self.name, "ids", "p=*", source))]
 
     def read(self, partitions: int, order: dict, rt: ReadTask) -> dict:
@@ -204,8 +207,15 @@ class IngestStage(Stage):
             docs -= n
         elif not docs and rt.source in reference:
             take_columns(self.run.docs(rt.source, rt.shard), self.run.docs(rt.source, reference[rt.source]))
+        self.index(rt.source, rt.shard)
         return {"source": rt.source, "shard": rt.shard, "in": r["in"], "kept": docs, "removed": dict(sorted(removed.items())),
                 "input": rt.relative}
+
+    def index(self, source: str, shard: str) -> None:
+        """The id index of the settled docs shard: `curate why` finds a document without reading every shard's ids."""
+        with fs.open_input(self.run.docs(source, shard)) as handle:
+            ids = read_table(handle, columns=["id"]).column("id")
+        write_index(self.run.id_index(self.name, source, shard), ids)
 
     def _check_bad_fraction(self, rt: ReadTask, records: int, bad: BadRecords) -> None:
         limit = self.pipeline.execution["max_bad_fraction"]
