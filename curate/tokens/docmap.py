@@ -88,16 +88,17 @@ WRITE = {"compression": "zstd", "compression_level": 1, "use_dictionary": ["sour
 
 
 SHARD_MAPS = ".maps.arrow"
-"""A pack shard's maps, every format's in one file beside the shard's prefix (Arrow IPC, lz4): one write and one rename
-a shard, not a Parquet file a format, and the merge reads it once. Small shards made the per-format files cost 5-21%."""
+"""A pack shard's maps, every format's in one file beside the shard's prefix: one write and one rename a shard, not a
+Parquet file a format, and the merge reads it once (small shards made the per-format files cost 5-21%). Arrow IPC,
+uncompressed: 0.5 ms to write and 0.3 to read 13,000 rows against 1.9 and 0.9 with lz4, for ~100 bytes a row
+(~0.6 MB a shard of 2M tokens, beside its 8 MB of tokens; the shards' files only, never published)."""
 FORMATS = b"curate.formats"   # a shard's maps file: {format: rows}, the formats' rows one after another in this order
-IPC = pa.ipc.IpcWriteOptions(compression="lz4")
 
 
 def write_shard_maps(path: str, tables: dict[str, pa.Table]) -> None:
     """One shard's map of each format (`map_table`), in one file (`SHARD_MAPS`)."""
     schema = SCHEMA.with_metadata({FORMATS: json.dumps({name: t.num_rows for name, t in tables.items()})})
-    with fs.AtomicWriter(path) as handle, pa.ipc.new_file(handle, schema, options=IPC) as writer:
+    with fs.AtomicWriter(path) as handle, pa.ipc.new_file(handle, schema) as writer:
         for table in tables.values():
             if table.num_rows:
                 writer.write_table(table.replace_schema_metadata(schema.metadata))
