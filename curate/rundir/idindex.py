@@ -3,7 +3,7 @@
 The docs files' `id` statistics find a document when ids are sorted within shards (the reader's positional ids), but
 random ids (UUIDs) defeat them and every shard's `id` column is read (1.7 s at 10M documents). So the ingest step
 writes beside each docs shard `RUN/_work/<ingest>/index/<source>/<shard>.parquet`: the shard's ids hashed to 64 bits
-(`hash`: FNV-1a over the UTF-8 bytes, finished with murmur3's fmix64, as int64) with their `row`, sorted by hash, in
+(`hash`: a polynomial over the UTF-8 bytes finished with murmur3's fmix64, as int64, `hashes`) with their `row`, sorted by hash, in
 row groups of `ROW_GROUP` with statistics on `hash` only. A lookup reads each shard's footer and the one row group
 whose hash range can hold the id (about 100 KB), then checks the id at the row it names (`why.locate`).
 
@@ -21,25 +21,59 @@ from curate.io import fs
 
 ROW_GROUP = 8192   # rows a lookup reads: 96 KB of (hash, row)
 SCHEMA = pa.schema([("hash", pa.int64()), ("row", pa.int32())])
+PRIME = 0x100000001B3   # FNV's 64-bit prime: odd, so multiplying by it loses nothing mod 2^64
+BATCH = 65536           # ids hashed at once: temporaries of 8 bytes per byte of these ids
 _MASK = (1 << 64) - 1
-_SEED, _PRIME = 0x9E3779B97F4A7C15, 0x100000001B3   # curate/signals/hash64.py's, as idhash.py hashes with them
+_FMIX = (0xFF51AFD7ED558CCD, 0xC4CEB9FE1A85EC53)
+
+
+def hashes(ids: pa.Array | pa.ChunkedArray) -> np.ndarray:
+    """The 64-bit hash of every id, as int64 (Parquet's statistics compare signed): per id the polynomial
+    sum(byte_j * PRIME^(n-1-j)) * PRIME + n mod 2^64, finished with murmur3's fmix64. numpy over the Arrow buffers,
+    no per-id Python and no numba (whose start-up, ~0.5 s a process, would cost the ingest more than the hashing)."""
+    ids = ids.combine_chunks() if isinstance(ids, pa.ChunkedArray) else ids
+    ids = ids.cast(pa.large_string())
+    return np.concatenate([_hashes(ids.slice(i, BATCH)) for i in range(0, len(ids), BATCH)] or [np.empty(0, np.int64)])
+
+
+def _hashes(ids: pa.LargeStringArray) -> np.ndarray:
+    _, offsets, data = ids.buffers()
+    offsets = np.frombuffer(offsets, np.int64)[ids.offset: ids.offset + len(ids) + 1]
+    lengths = np.diff(offsets).astype(np.uint64)
+    with np.errstate(over="ignore"):
+        sums = np.zeros(len(ids), np.uint64)
+        full = lengths > 0
+        if full.any():
+            data = np.frombuffer(data, np.uint8)[offsets[0]: offsets[-1]].astype(np.uint64)
+            powers = np.full(int(lengths.max()), PRIME, np.uint64)
+            powers[0] = 1
+            powers = np.cumprod(powers, dtype=np.uint64)   # PRIME^k mod 2^64 (uint64 wraps)
+            ends = np.repeat(offsets[1:] - offsets[0], lengths.astype(np.int64))
+            data *= powers[ends - 1 - np.arange(len(data), dtype=np.int64)]
+            sums[full] = np.add.reduceat(data, (offsets[:-1] - offsets[0])[full])
+        h = sums * np.uint64(PRIME) + lengths
+        for factor in _FMIX:
+            h ^= h >> np.uint64(33)
+            h *= np.uint64(factor)
+        h ^= h >> np.uint64(33)
+    return h.view(np.int64)
 
 
 def hash_one(doc_id: str) -> int:
-    """`idhash.hashes` of one id, in plain Python: a lookup never imports numba."""
-    h = _SEED
-    for byte in doc_id.encode("utf-8", "surrogatepass"):
-        h = ((h ^ byte) * _PRIME) & _MASK
-    for shift, factor in ((33, 0xFF51AFD7ED558CCD), (33, 0xC4CEB9FE1A85EC53)):
-        h = ((h ^ (h >> shift)) * factor) & _MASK
+    """`hashes` of one id, in plain Python (a lookup hashes one id)."""
+    data = doc_id.encode("utf-8", "surrogatepass")
+    h = 0
+    for byte in data:
+        h = (h * PRIME + byte) & _MASK
+    h = (h * PRIME + len(data)) & _MASK
+    for factor in _FMIX:
+        h = ((h ^ (h >> 33)) * factor) & _MASK
     h ^= h >> 33
     return h - (1 << 64) if h >= 1 << 63 else h
 
 
 def write_index(path: str, ids: pa.Array | pa.ChunkedArray) -> None:
     """The index of one docs shard whose `id` column is `ids` (rows in file order)."""
-    from .idhash import hashes
-
     h = hashes(ids)
     order = np.argsort(h, kind="stable")
     table = pa.table([pa.array(h[order]), pa.array(order.astype(np.int32))], schema=SCHEMA)

@@ -15,19 +15,19 @@ import pytest
 
 import curate.why as why
 from curate.rundir import RunDir
-from curate.rundir.idhash import hashes
-from curate.rundir.idindex import hash_one, rows_of, write_index
+from curate.rundir.idindex import hash_one, hashes, rows_of, write_index
 
 from conftest import run_cli
 
 
 def test_the_kernel_and_the_one_id_hash_agree():
-    ids = ["", "a", "web/part-00001.jsonl/17", "<urn:uuid:0f2daf13-5c1e-4c7a-9f0b-1d2e3f405162>", "é漢字🙂", "x" * 300]
+    ids = ["", "a", "", "web/part-00001.jsonl/17", "<urn:uuid:0f2daf13-5c1e-4c7a-9f0b-1d2e3f405162>", "é漢字🙂", "x" * 300]
     arr = pa.array(["pad", *ids]).slice(1)   # an offset into the buffers, as a table's column slice has
     assert hashes(arr).tolist() == [hash_one(i) for i in ids]
     chunked = pa.chunked_array([pa.array(ids[:2], pa.large_string()), pa.array(ids[2:], pa.large_string())])
     assert hashes(chunked).tolist() == [hash_one(i) for i in ids]
-    assert len(set(hashes(pa.array([str(i) for i in range(10000)])).tolist())) == 10000
+    assert len(set(hashes(pa.array([str(i) for i in range(100000)])).tolist())) == 100000   # in batches of BATCH
+    assert hashes(pa.array(["", ""])).tolist() == [hash_one("")] * 2 and hash_one("a") != hash_one("a\x00")
 
 
 def test_a_lookup_names_the_rows_of_the_id(tmp_path):
