@@ -21,37 +21,44 @@ from curate.io import fs
 
 ROW_GROUP = 8192   # rows a lookup reads: 96 KB of (hash, row)
 SCHEMA = pa.schema([("hash", pa.int64()), ("row", pa.int32())])
-PRIME = 0x100000001B3   # FNV's 64-bit prime: odd, so multiplying by it loses nothing mod 2^64
+PRIME = 0x100000001B3   # FNV's 64-bit prime: odd, so it has an inverse mod 2^64
+INVERSE = pow(PRIME, -1, 1 << 64)
 BATCH = 65536           # ids hashed at once: temporaries of 8 bytes per byte of these ids
 _MASK = (1 << 64) - 1
 _FMIX = (0xFF51AFD7ED558CCD, 0xC4CEB9FE1A85EC53)
+_POWERS: dict[int, np.ndarray] = {}   # base -> base^k mod 2^64 for k < len, grown as longer batches need
 
 
 def hashes(ids: pa.Array | pa.ChunkedArray) -> np.ndarray:
-    """The 64-bit hash of every id, as int64 (Parquet's statistics compare signed): per id the polynomial
-    sum(byte_j * PRIME^(n-1-j)) * PRIME + n mod 2^64, finished with murmur3's fmix64. numpy over the Arrow buffers,
-    no per-id Python and no numba (whose start-up, ~0.5 s a process, would cost the ingest more than the hashing)."""
+    """The 64-bit hash of every id, as int64 (Parquet's statistics compare signed): per id of UTF-8 bytes b_0..b_n-1
+    the polynomial sum(b_j * INVERSE^j) * PRIME + n mod 2^64, finished with murmur3's fmix64 (`hash_one`). numpy over
+    the Arrow buffers: each byte weighed by INVERSE^(its place in the batch), summed per id, and multiplied back by
+    PRIME^(the id's start). No per-id Python and no numba (whose start-up, ~0.5 s a process, cost more than this)."""
     ids = ids.combine_chunks() if isinstance(ids, pa.ChunkedArray) else ids
     ids = ids.cast(pa.large_string())
     return np.concatenate([_hashes(ids.slice(i, BATCH)) for i in range(0, len(ids), BATCH)] or [np.empty(0, np.int64)])
 
 
+def _powers(base: int, n: int) -> np.ndarray:
+    if len(table := _POWERS.get(base, ())) < n:
+        table = np.full(max(n, 2 * len(table), 1 << 16), base, np.uint64)
+        table[0] = 1
+        _POWERS[base] = table = np.cumprod(table, dtype=np.uint64)   # uint64 wraps: mod 2^64
+    return table[:n]
+
+
 def _hashes(ids: pa.LargeStringArray) -> np.ndarray:
     _, offsets, data = ids.buffers()
     offsets = np.frombuffer(offsets, np.int64)[ids.offset: ids.offset + len(ids) + 1]
-    lengths = np.diff(offsets).astype(np.uint64)
+    starts, lengths = offsets[:-1] - offsets[0], np.diff(offsets)
     with np.errstate(over="ignore"):
         sums = np.zeros(len(ids), np.uint64)
         full = lengths > 0
         if full.any():
-            data = np.frombuffer(data, np.uint8)[offsets[0]: offsets[-1]].astype(np.uint64)
-            powers = np.full(int(lengths.max()), PRIME, np.uint64)
-            powers[0] = 1
-            powers = np.cumprod(powers, dtype=np.uint64)   # PRIME^k mod 2^64 (uint64 wraps)
-            ends = np.repeat(offsets[1:] - offsets[0], lengths.astype(np.int64))
-            data *= powers[ends - 1 - np.arange(len(data), dtype=np.int64)]
-            sums[full] = np.add.reduceat(data, (offsets[:-1] - offsets[0])[full])
-        h = sums * np.uint64(PRIME) + lengths
+            total = int(offsets[-1] - offsets[0])
+            terms = np.frombuffer(data, np.uint8)[offsets[0]: offsets[-1]] * _powers(INVERSE, total)
+            sums[full] = np.add.reduceat(terms, starts[full]) * _powers(PRIME, total)[starts[full]]
+        h = sums * np.uint64(PRIME) + lengths.astype(np.uint64)
         for factor in _FMIX:
             h ^= h >> np.uint64(33)
             h *= np.uint64(factor)
@@ -62,9 +69,9 @@ def _hashes(ids: pa.LargeStringArray) -> np.ndarray:
 def hash_one(doc_id: str) -> int:
     """`hashes` of one id, in plain Python (a lookup hashes one id)."""
     data = doc_id.encode("utf-8", "surrogatepass")
-    h = 0
+    h, weight = 0, 1
     for byte in data:
-        h = (h * PRIME + byte) & _MASK
+        h, weight = (h + byte * weight) & _MASK, (weight * INVERSE) & _MASK
     h = (h * PRIME + len(data)) & _MASK
     for factor in _FMIX:
         h = ((h ^ (h >> 33)) * factor) & _MASK
@@ -75,7 +82,7 @@ def hash_one(doc_id: str) -> int:
 def write_index(path: str, ids: pa.Array | pa.ChunkedArray) -> None:
     """The index of one docs shard whose `id` column is `ids` (rows in file order)."""
     h = hashes(ids)
-    order = np.argsort(h, kind="stable")
+    order = np.argsort(h)   # ties (nearly never) in a deterministic order all the same
     table = pa.table([pa.array(h[order]), pa.array(order.astype(np.int32))], schema=SCHEMA)
     with fs.AtomicWriter(path) as handle:
         pq.write_table(table, handle, row_group_size=ROW_GROUP, compression="none", write_statistics=["hash"])
