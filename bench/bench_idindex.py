@@ -56,7 +56,7 @@ def main() -> None:
             for index in (False, True):
                 out = Path(tmp) / "run"
                 shutil.rmtree(out, ignore_errors=True)
-                IngestStage.index = keep if index else (lambda self, source, shard: None)
+                IngestStage.index = keep if index else (lambda self, source, shard, ids=None: None)
                 t0, c0 = time.perf_counter(), time.process_time()
                 assert cli(["run", str(pipeline), "--output", str(out), "--inline", "-q", "--no-report"]) == 0
                 times[index].append((time.perf_counter() - t0, time.process_time() - c0))

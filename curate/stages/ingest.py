@@ -6,8 +6,8 @@ reads each file (every input record becomes a document or a ledger row `bad_reco
 more bad records than `max_bad_fraction` fails the run) and hands its ids to hash partitions; phase `ids`
 finds ids that an earlier file (or task) of the same source already has; the accounting phase drops those
 later copies into the ledger as `bad_record:duplicate_id`, so an id means one document, gives an empty
-shard its source's columns and writes the shard's id index (`curate.rundir.idindex`, what `curate why` looks ids up
-in). Then the stage publishes the list of docs shards, which every later shard
+shard its source's columns. Each docs shard has an id index (`curate.rundir.idindex`, what `curate why` looks ids up
+in), written as it is read and again when it loses ids. Then the stage publishes the list of docs shards, which every later shard
 stage plans from.
 """
 
@@ -177,6 +177,7 @@ class IngestStage(Stage):
         docs = self.run.docs(rt.source, rt.shard)
         with fs.open_input(docs) as handle:
             ids = read_table(handle, columns=["id"]).column("id") if sink.rows else pa.array([], pa.string())
+        self.index(rt.source, rt.shard, ids)   # settle redoes it if the shard loses ids
         for p, table in partitioned(ids, order[f"{rt.source}/{rt.shard}"], partitions):
             write_table(self.run.work(self.name, "ids", f"p={p:05d}", rt.source, f"{rt.shard}.parquet"), table, "lz4")
         records = stats.get("records", 0)
@@ -205,16 +206,17 @@ class IngestStage(Stage):
                                  docs, rt.source, self.name, rt.relative)
             removed["bad_record:duplicate_id"] = removed.get("bad_record:duplicate_id", 0) + n
             docs -= n
+            self.index(rt.source, rt.shard)
         elif not docs and rt.source in reference:
             take_columns(self.run.docs(rt.source, rt.shard), self.run.docs(rt.source, reference[rt.source]))
-        self.index(rt.source, rt.shard)
         return {"source": rt.source, "shard": rt.shard, "in": r["in"], "kept": docs, "removed": dict(sorted(removed.items())),
                 "input": rt.relative}
 
-    def index(self, source: str, shard: str) -> None:
-        """The id index of the settled docs shard: `curate why` finds a document without reading every shard's ids."""
-        with fs.open_input(self.run.docs(source, shard)) as handle:
-            ids = read_table(handle, columns=["id"]).column("id")
+    def index(self, source: str, shard: str, ids=None) -> None:
+        """The id index of a docs shard (`ids`: its id column, when at hand): `curate why` finds a document by it."""
+        if ids is None:
+            with fs.open_input(self.run.docs(source, shard)) as handle:
+                ids = read_table(handle, columns=["id"]).column("id")
         write_index(self.run.id_index(self.name, source, shard), ids)
 
     def _check_bad_fraction(self, rt: ReadTask, records: int, bad: BadRecords) -> None:

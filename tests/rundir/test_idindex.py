@@ -96,3 +96,17 @@ def test_a_row_the_index_names_is_checked_against_the_docs(uuid_run, monkeypatch
     shard, row = why.locate(RunDir(str(tmp_path / "run")), "web", files["1.jsonl"][0])
     assert row == 0 and why._id_at(RunDir(str(tmp_path / "run")).docs("web", shard), 0) == files["1.jsonl"][0]
     assert why.locate(RunDir(str(tmp_path / "run")), "web", files["1.jsonl"][1]) is None
+
+
+def test_a_shard_that_loses_a_repeated_id_is_indexed_as_it_is_after(tmp_path, monkeypatch):
+    """The index written as a file is read names rows of the shard before its later copies of ids are dropped; the
+    shard that loses one is indexed again, so a row after the dropped one is found where it now is."""
+    _write(tmp_path / "in", "a.jsonl", ["x", "y"])
+    _write(tmp_path / "in", "b.jsonl", ["z", "x", "w", "v"])
+    pipeline = tmp_path / "p.yaml"
+    pipeline.write_text(f"name: ids\nsources:\n  web: {{format: jsonl, paths: '{tmp_path}/in/*.jsonl', fields: {{id: id}}}}\n"
+                        "stages:\n  ingest: {}\n")
+    assert run_cli(pipeline, "--output", tmp_path / "run", "--inline", "-q", "--no-report") == 0
+    _no_scan(monkeypatch)
+    run = RunDir(str(tmp_path / "run"))
+    assert why.locate(run, "web", "w")[1] == 1 and why.locate(run, "web", "v")[1] == 2
