@@ -51,7 +51,7 @@ class PackStage(Stage):
     }
 
     TABLES = ("{step}/_shards",)
-    VERSION = 4   # 2: its markers count the document copies packed (the manifest's split_share is of those)
+    VERSION = 5   # 2: its markers count the document copies packed (the manifest's split_share is of those)
                   # 3: its files moved from RUN/tokens/ to RUN/<step>/ (a run made before packs once more)
                   # 4: a document map beside each format's files (curate/tokens/docmap.py); the files' bytes unchanged
                   # 5: a shard's maps in one file (docmap.SHARD_MAPS), the merged maps' bytes unchanged

@@ -12,8 +12,8 @@ document copy that lies whole in one sequence, in file order. Keyed the way a tr
   token ids (specials included, as the tokenize step wrote them); `copy`: which of the mix's copies (0 first)
 
 The existing files' bytes are untouched: a map is a separate file, listed in the manifest with its checksum. A pack
-shard writes its formats' maps into one file (`SHARD_MAPS`); the merge makes each format's map of a source from them. Rows are
-sorted by `token` (and so by `sequence` and `chunk`): a lookup reads only the row groups whose statistics hold the key.
+shard writes its formats' maps into one file (`SHARD_MAPS`); the merge makes each format's map of a source from
+them. Rows are sorted by `token` (and so by `sequence` and `chunk`): a lookup reads only the row groups whose statistics hold the key.
 """
 
 from __future__ import annotations
@@ -145,11 +145,6 @@ def _shifted(table: pa.Table, shift: dict[str, int]) -> pa.Table:
             table = table.set_column(SCHEMA.get_field_index(name), name, pc.add(table.column(name), value))
     shift.update({name: shift[name] + ends[name] for name in shift})
     return table
-
-
-def _metadata(path: str) -> pq.FileMetaData:
-    filesystem, stripped = fs.filesystem(path)
-    return pq.ParquetFile(stripped, filesystem=filesystem).metadata
 
 
 def shard_rows(path: str, shard: str, doc_id: str) -> list[dict]:
