@@ -23,7 +23,7 @@ ROW_GROUP = 8192   # rows a lookup reads: 96 KB of (hash, row)
 SCHEMA = pa.schema([("hash", pa.int64()), ("row", pa.int32())])
 PRIME = 0x100000001B3   # FNV's 64-bit prime: odd, so it has an inverse mod 2^64
 INVERSE = pow(PRIME, -1, 1 << 64)
-BATCH = 65536           # ids hashed at once: temporaries of 8 bytes per byte of these ids
+BATCH_BYTES = 1 << 20   # bytes of ids hashed at once: temporaries (and the tables of powers) of 8 bytes a byte
 _MASK = (1 << 64) - 1
 _FMIX = (0xFF51AFD7ED558CCD, 0xC4CEB9FE1A85EC53)
 _POWERS: dict[int, np.ndarray] = {}   # base -> base^k mod 2^64 for k < len, grown as longer batches need
@@ -36,7 +36,13 @@ def hashes(ids: pa.Array | pa.ChunkedArray) -> np.ndarray:
     PRIME^(the id's start). No per-id Python and no numba (whose start-up, ~0.5 s a process, cost more than this)."""
     ids = ids.combine_chunks() if isinstance(ids, pa.ChunkedArray) else ids
     ids = ids.cast(pa.large_string())
-    return np.concatenate([_hashes(ids.slice(i, BATCH)) for i in range(0, len(ids), BATCH)] or [np.empty(0, np.int64)])
+    offsets = np.frombuffer(ids.buffers()[1], np.int64)[ids.offset: ids.offset + len(ids) + 1] if len(ids) else None
+    out, start = [np.empty(0, np.int64)], 0
+    while start < len(ids):   # batches of about BATCH_BYTES (one longer id alone)
+        end = max(start + 1, int(np.searchsorted(offsets, offsets[start] + BATCH_BYTES, "right")) - 1)
+        out.append(_hashes(ids.slice(start, end - start)))
+        start = end
+    return np.concatenate(out)
 
 
 def _powers(base: int, n: int) -> np.ndarray:

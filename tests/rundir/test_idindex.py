@@ -26,7 +26,9 @@ def test_the_kernel_and_the_one_id_hash_agree():
     assert hashes(arr).tolist() == [hash_one(i) for i in ids]
     chunked = pa.chunked_array([pa.array(ids[:2], pa.large_string()), pa.array(ids[2:], pa.large_string())])
     assert hashes(chunked).tolist() == [hash_one(i) for i in ids]
-    assert len(set(hashes(pa.array([str(i) for i in range(100000)])).tolist())) == 100000   # in batches of BATCH
+    many = pa.array([f"{i}." * (1 + i % 7) for i in range(200000)])   # ~3 MB: several batches of BATCH_BYTES
+    assert len(set(hashes(many).tolist())) == 200000 and hashes(many)[-5:].tolist() == [hash_one(x) for x in many[-5:].to_pylist()]
+    assert hashes(pa.array(["y" * 3_000_000, "a"])).tolist() == [hash_one("y" * 3_000_000), hash_one("a")]   # one id alone
     assert hashes(pa.array(["", ""])).tolist() == [hash_one("")] * 2 and hash_one("a") != hash_one("a\x00")
 
 
