@@ -3,8 +3,8 @@ copies, pack, write each format; then merge the shards) with and without writing
 size per million tokens.
 
 Synthetic token documents as the tokenize step writes them (lengths drawn like web pages: log-normal, median ~400
-tokens), the same for both sides; the sides alternate, best of --repeat. The packed files' bytes are checked to be
-the same on both sides.
+tokens), the same for both sides; the sides alternate; the median of --repeat (and the best, in the last column).
+The packed files' bytes are checked to be the same on both sides.
 
     python bench/bench_docmap.py [--tokens 20000000] [--shards 4] [--seq-len 2049] [--repeat 7]
 """
@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 import hashlib
 import os
+import statistics
 import sys
 import tempfile
 import time
@@ -26,7 +27,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from curate.tokens.batch import Tokens  # noqa: E402
-from curate.tokens.docmap import DocKeys, merge_maps  # noqa: E402
+from curate.tokens.docmap import SHARD_MAPS, DocKeys, merge_maps  # noqa: E402
 from curate.tokens.formats import get  # noqa: E402
 from curate.tokens.shard import pack_shard  # noqa: E402
 
@@ -66,10 +67,9 @@ def pack_step(tmp: str, shards: list[str], method: str, seq_len: int, formats: l
         parts.append(prefix)
     out = os.path.join(tmp, "maps" if maps else "plain")
     for name in formats:
-        fmt = get(name)
-        fmt.merge(out, parts, vocab_size=50257, tokenizer_name="gpt2")
-        if maps:
-            merge_maps(out + fmt.map_suffix, [q + fmt.map_suffix for q in parts])
+        get(name).merge(out, parts, vocab_size=50257, tokenizer_name="gpt2")
+    if maps:
+        merge_maps({name: out + get(name).map_suffix for name in formats if get(name).map_suffix}, [q + SHARD_MAPS for q in parts])
 
 
 def main() -> None:
@@ -94,8 +94,8 @@ def main() -> None:
             pq.write_table(pa.table({"id": keys.ids, "tokens": to_arrow(tokens), "copies": pa.array(np.ones(len(tokens), np.int32))}), path)
             shards.append(path)
             total += tokens.num_tokens
-        print(f"{args.shards} shards, {total:,} tokens, seq_len {args.seq_len}, formats {formats}; best of {args.repeat}, "
-              "the sides alternating")
+        print(f"{args.shards} shards, {total:,} tokens, seq_len {args.seq_len}, formats {formats}; median of {args.repeat}, "
+              f"the sides alternating; load {os.getloadavg()[0]:.1f}")
         for method in args.methods.split(","):
             wall = {False: [], True: []}
             cpu = {False: [], True: []}
@@ -107,9 +107,10 @@ def main() -> None:
                     cpu[maps].append(time.process_time() - c0)
             assert digest(os.path.join(tmp, "plain"), formats) == digest(os.path.join(tmp, "maps"), formats)
             per_m = {f: os.path.getsize(os.path.join(tmp, "maps") + get(f).map_suffix) / (total / 1e6) / 1024 for f in formats}
-            w0, w1, c0, c1 = min(wall[False]), min(wall[True]), min(cpu[False]), min(cpu[True])
+            w0, w1, c0, c1 = (statistics.median(x) for x in (wall[False], wall[True], cpu[False], cpu[True]))
+            best = 100 * (min(cpu[True]) / min(cpu[False]) - 1)
             print(f"| {method} | {w0:.3f} | {w1:.3f} | {100 * (w1 / w0 - 1):+.1f}% | {c0:.3f} | {c1:.3f} | "
-                  f"{100 * (c1 / c0 - 1):+.1f}% | " + " / ".join(f"{per_m[f]:.1f}" for f in formats) + " |")
+                  f"{100 * (c1 / c0 - 1):+.1f}% | " + " / ".join(f"{per_m[f]:.1f}" for f in formats) + f" | {best:+.1f}% |")
 
 
 if __name__ == "__main__":

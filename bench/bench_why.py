@@ -4,11 +4,12 @@ Generates a run directory of the real layout for one source: --shards docs shard
 (ids either the reader's positional ids, `source/file/row`, or random UUIDs as DCLM's are), a filter step's ledger
 removing 10% of each shard, a signals-like id-keyed table, token documents and a merged document map with its
 shards' row ranges; then times `curate.why.story` (in-process, after imports) on documents in the first, middle and
-last shard, kept and removed. The work per answer is the docs footers plus one shard's files per step, so it grows
-with the number of shards, not of documents, when ids are sorted within shards (positional ids); random ids defeat
-the footers' min/max and every docs shard's id column is read.
+last shard, kept and removed. The docs shard is found by the ingest step's id index (one per docs shard, as ingest
+writes it: a footer and one row group a shard); `--no-index` leaves it out, as in a run made before it, and the docs
+files' `id` min/max find the shard: that works for ids sorted within shards (positional ids), and random ids (UUIDs)
+defeat it, every docs shard's id column being read. Then one shard's files per step.
 
-    python bench/bench_why.py --shards 100 --docs-per-shard 100000 [--ids positional|uuid] [--out DIR]
+    python bench/bench_why.py --shards 100 --docs-per-shard 100000 [--ids positional|uuid] [--no-index] [--out DIR]
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from curate.rundir import IngestRecord, PackRecord, RunDir, TokenizerRecord  # noqa: E402
+from curate.rundir.idindex import write_index  # noqa: E402
 from curate.tokens.docmap import SCHEMA, SHARDS  # noqa: E402
 
 PIPELINE = """name: scale
@@ -42,7 +44,7 @@ stages:
 """
 
 
-def generate(root: str, shards: int, per: int, ids: str) -> list[tuple[str, str]]:
+def generate(root: str, shards: int, per: int, ids: str, index: bool = True) -> list[tuple[str, str]]:
     run = RunDir(root)
     os.makedirs(root, exist_ok=True)
     Path(run.pipeline_file).write_text(PIPELINE)
@@ -59,6 +61,8 @@ def generate(root: str, shards: int, per: int, ids: str) -> list[tuple[str, str]
         removed = rng.random(per) < 0.1
         os.makedirs(os.path.dirname(run.docs("web", shard)), exist_ok=True)
         pq.write_table(pa.table({"id": id_array, "text": pa.array(["some text of a page"] * per)}), run.docs("web", shard))
+        if index:
+            write_index(run.id_index("ingest", "web", shard), id_array)
         for name, table in (("ledger", pa.table({"id": id_array.filter(pa.array(removed)), "source": pa.array(["web"] * int(removed.sum())),
                                                   "stage": pa.array(["short"] * int(removed.sum())),
                                                   "reason": pa.array(["where:length(text) > 12"] * int(removed.sum())),
@@ -100,14 +104,16 @@ def main() -> None:
     p.add_argument("--shards", type=int, default=100)
     p.add_argument("--docs-per-shard", type=int, default=100_000)
     p.add_argument("--ids", choices=["positional", "uuid"], default="positional")
+    p.add_argument("--no-index", action="store_true", help="no id index (a run made before it): the docs footers find the shard")
     p.add_argument("--out", default=None)
     args = p.parse_args()
     from curate.why import story
 
     with tempfile.TemporaryDirectory(prefix="bench-why-", dir=args.out) as tmp:
         t0 = time.perf_counter()
-        picks = generate(os.path.join(tmp, "run"), args.shards, args.docs_per_shard, args.ids)
-        print(f"{args.shards * args.docs_per_shard:,} documents in {args.shards} shards ({args.ids} ids), "
+        picks = generate(os.path.join(tmp, "run"), args.shards, args.docs_per_shard, args.ids, not args.no_index)
+        print(f"{args.shards * args.docs_per_shard:,} documents in {args.shards} shards ({args.ids} ids, "
+              f"{'no id index' if args.no_index else 'id index'}), "
               f"generated in {time.perf_counter() - t0:.0f}s")
         for shard, doc in picks:
             times = []

@@ -7,7 +7,9 @@ the matched passage of an eval item; the spans an editing step replaced; a dedup
 and where its tokens are in every packed output (the pack steps' document maps, curate/tokens/docmap.py).
 
 Fast at scale: every table of a run is one file per docs shard, with the same shard names. The document's docs shard
-is found from the Parquet footers (row-group min/max of `id`; only the row groups that can hold it are read), then
+is found from the ingest step's id index (a footer and one row group per shard, curate/rundir/idindex.py), or, in a
+run made before it, from the docs files' footers (row-group min/max of `id`; only the row groups that can hold it are
+read), then
 each step's files of that one shard are read with a filter on `id`; a merged document map says in its footer where
 each shard's rows are, so only those row groups are read.
 """
@@ -25,22 +27,58 @@ TEXT_COLUMNS = 10   # a keyed table with more columns than this (signals) shows 
 
 
 def locate(run, source: str, doc_id: str) -> tuple[str, int] | None:
-    """(docs shard, row in it) of `doc_id`, reading only the row groups whose `id` statistics can hold it."""
+    """(docs shard, row in it) of `doc_id`: from the shards' id indexes (curate/rundir/idindex.py: a footer and one
+    row group a shard, the row checked against the docs file), then, in the shards without one (a run made before
+    them), from the docs files' `id` column, reading only the row groups whose statistics can hold the id."""
+    from curate.rundir.idindex import rows_of
+
+    unindexed = []
+    for path in sorted(fs.glob(run.table_glob("docs", source))):
+        shard = path.rstrip("/").rsplit("/", 1)[-1][: -len(".parquet")]
+        index = run.id_index("ingest", source, shard)
+        if not fs.exists(index):
+            unindexed.append((shard, path))
+            continue
+        for row in rows_of(index, doc_id):
+            if _id_at(path, row) == doc_id:
+                return shard, row
+    for shard, path in unindexed:
+        if (row := _scan(path, doc_id)) is not None:
+            return shard, row
+    return None
+
+
+def _id_at(path: str, row: int) -> str | None:
+    """The id of one row of a docs file, reading the `id` column of its row group only."""
+    import pyarrow.parquet as pq
+
+    filesystem, stripped = fs.filesystem(path)
+    handle = pq.ParquetFile(stripped, filesystem=filesystem)
+    first = 0
+    for g in range(handle.metadata.num_row_groups):
+        rows = handle.metadata.row_group(g).num_rows
+        if row < first + rows:
+            return handle.read_row_group(g, columns=["id"]).column("id")[row - first].as_py()
+        first += rows
+    return None
+
+
+def _scan(path: str, doc_id: str) -> int | None:
+    """The row of `doc_id` in a docs file, reading only the row groups whose `id` statistics can hold it."""
     import pyarrow.compute as pc
     import pyarrow.parquet as pq
 
-    for path in sorted(fs.glob(run.table_glob("docs", source))):
-        filesystem, stripped = fs.filesystem(path)
-        handle = pq.ParquetFile(stripped, filesystem=filesystem)
-        meta, column = handle.metadata, handle.schema_arrow.get_field_index("id")
-        first = 0
-        for g in range(meta.num_row_groups):
-            stats, rows = meta.row_group(g).column(column).statistics, meta.row_group(g).num_rows
-            if stats is None or not stats.has_min_max or stats.min <= doc_id <= stats.max:
-                at = pc.index(handle.read_row_group(g, columns=["id"]).column("id"), doc_id).as_py()
-                if at >= 0:
-                    return path.rstrip("/").rsplit("/", 1)[-1][: -len(".parquet")], first + at
-            first += rows
+    filesystem, stripped = fs.filesystem(path)
+    handle = pq.ParquetFile(stripped, filesystem=filesystem)
+    meta, column = handle.metadata, handle.schema_arrow.get_field_index("id")
+    first = 0
+    for g in range(meta.num_row_groups):
+        stats, rows = meta.row_group(g).column(column).statistics, meta.row_group(g).num_rows
+        if stats is None or not stats.has_min_max or stats.min <= doc_id <= stats.max:
+            at = pc.index(handle.read_row_group(g, columns=["id"]).column("id"), doc_id).as_py()
+            if at >= 0:
+                return first + at
+        first += rows
     return None
 
 

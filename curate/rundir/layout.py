@@ -11,6 +11,7 @@ RUN/ledger/<stage>/<source>/<shard>.parquet
 RUN/edits/<step>/<source>/<shard>.parquet  spans a text-editing step (pii) replaced; later steps apply them (rundir/edits.py)
 RUN/<stage>/clusters/<source>/...         a dedup step's clusters (id, source, cluster, kept)
 RUN/_work/<stage>/...                     a stage's intermediate files (band keys, graph rounds, scans, scores)
+RUN/_work/<ingest>/index/<source>/<shard>.parquet  the docs shard's ids by hash, for `curate why` (idindex.py)
 RUN/<tokenize step>/<source>/<shard>.parquet  token ids per document (id, tokens, copies, source)
 RUN/<pack step>/<source>.bin/.idx (.ds)   packed tokens per source, one file set per format (tokens/formats.py);
 RUN/<pack step>/_shards/<source>/<shard>.*  the shards merged into them (RUN/tokens/ before: runner/migrate.py)
@@ -76,6 +77,10 @@ class RunDir:
     def work(self, stage: str, *parts: str) -> str:
         """A stage's intermediate files (band keys, graph rounds, scans, model scores): `RUN/_work/<stage>/`."""
         return self.path("_work", stage, *parts)
+
+    def id_index(self, stage: str, source: str, shard: str) -> str:
+        """The ingest step `stage`'s index of one docs shard's ids (hash -> row, rundir/idindex.py)."""
+        return self.work(stage, "index", source, f"{shard}.parquet")
 
     def quarantine(self, stage: str, source: str, shard: str) -> str:
         """Documents `stage` set aside, whole, for audit: each step that quarantines has its own part."""

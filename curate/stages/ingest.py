@@ -5,8 +5,9 @@ by the format's kind) split its files into tasks; the stage never branches on th
 reads each file (every input record becomes a document or a ledger row `bad_record:<why>`; a shard with
 more bad records than `max_bad_fraction` fails the run) and hands its ids to hash partitions; phase `ids`
 finds ids that an earlier file (or task) of the same source already has; the accounting phase drops those
-later copies into the ledger as `bad_record:duplicate_id`, so an id means one document, and gives an empty
-shard its source's columns. Then the stage publishes the list of docs shards, which every later shard
+later copies into the ledger as `bad_record:duplicate_id`, so an id means one document, gives an empty
+shard its source's columns. Each docs shard has an id index (`curate.rundir.idindex`, what `curate why` looks ids up
+in), written as it is read and again when it loses ids. Then the stage publishes the list of docs shards, which every later shard
 stage plans from.
 """
 
@@ -27,6 +28,7 @@ from curate.readers import FORMATS, READERS
 from curate.readers.base import BadRecords, ReadOptions, ReadTask
 from curate.readers.duplicates import apply_duplicates, content_hash, id_partitions, later_copies_in, partitioned, take_columns
 from curate.rundir import IngestRecord, ledger_table, write_ledger
+from curate.rundir.idindex import write_index
 from curate.rundir.layout import ACCOUNTING
 from curate.stages.base import Stage
 from curate.stages.phase import Phase, Task
@@ -149,6 +151,7 @@ class IngestStage(Stage):
 
     def source_outputs(self, source: str) -> list[str]:
         return [*super().source_outputs(source), self.run.work(self.name, "duplicates", source),
+                self.run.work(self.name, "index", source),   # its shards' id indexes (RunDir.id_index)
                 *fs.glob(self.run.work(self.name, "ids", "p=*", source))]
 
     def read(self, partitions: int, order: dict, rt: ReadTask) -> dict:
@@ -174,6 +177,7 @@ class IngestStage(Stage):
         docs = self.run.docs(rt.source, rt.shard)
         with fs.open_input(docs) as handle:
             ids = read_table(handle, columns=["id"]).column("id") if sink.rows else pa.array([], pa.string())
+        self.index(rt.source, rt.shard, ids)   # settle redoes it if the shard loses ids
         for p, table in partitioned(ids, order[f"{rt.source}/{rt.shard}"], partitions):
             write_table(self.run.work(self.name, "ids", f"p={p:05d}", rt.source, f"{rt.shard}.parquet"), table, "lz4")
         records = stats.get("records", 0)
@@ -202,10 +206,18 @@ class IngestStage(Stage):
                                  docs, rt.source, self.name, rt.relative)
             removed["bad_record:duplicate_id"] = removed.get("bad_record:duplicate_id", 0) + n
             docs -= n
+            self.index(rt.source, rt.shard)
         elif not docs and rt.source in reference:
             take_columns(self.run.docs(rt.source, rt.shard), self.run.docs(rt.source, reference[rt.source]))
         return {"source": rt.source, "shard": rt.shard, "in": r["in"], "kept": docs, "removed": dict(sorted(removed.items())),
                 "input": rt.relative}
+
+    def index(self, source: str, shard: str, ids=None) -> None:
+        """The id index of a docs shard (`ids`: its id column, when at hand): `curate why` finds a document by it."""
+        if ids is None:
+            with fs.open_input(self.run.docs(source, shard)) as handle:
+                ids = read_table(handle, columns=["id"]).column("id")
+        write_index(self.run.id_index(self.name, source, shard), ids)
 
     def _check_bad_fraction(self, rt: ReadTask, records: int, bad: BadRecords) -> None:
         limit = self.pipeline.execution["max_bad_fraction"]

@@ -27,7 +27,7 @@ from curate.stages.phase import Phase, Task
 from curate.stages.facets import Facets
 from curate.stages.registry import stage
 from curate.stages.shard import ShardRef, shard_tasks
-from curate.tokens.docmap import DocKeys, merge_maps
+from curate.tokens.docmap import SHARD_MAPS, DocKeys, merge_maps
 from curate.tokens.formats import get as token_format
 from curate.tokens.formats import names as format_names
 from curate.tokens.shard import METHODS, expand_copies, from_arrow, pack_shard
@@ -51,9 +51,10 @@ class PackStage(Stage):
     }
 
     TABLES = ("{step}/_shards",)
-    VERSION = 4   # 2: its markers count the document copies packed (the manifest's split_share is of those)
+    VERSION = 5   # 2: its markers count the document copies packed (the manifest's split_share is of those)
                   # 3: its files moved from RUN/tokens/ to RUN/<step>/ (a run made before packs once more)
                   # 4: a document map beside each format's files (curate/tokens/docmap.py); the files' bytes unchanged
+                  # 5: a shard's maps in one file (docmap.SHARD_MAPS), the merged maps' bytes unchanged
     ALWAYS = "megatron"   # written whatever `formats` says: the manifest's megatron_data_path names its files
 
     def owned_paths(self) -> list[str]:
@@ -104,8 +105,7 @@ class PackStage(Stage):
         parts = [self.run.token_shard(self.name, source, shard) for s, shard in shards if s == source]
         prefix = self.run.token_prefix(self.name, source)
         for name in self.formats:
-            fmt = token_format(name)
-            fmt.merge(prefix, parts, vocab_size=tok.vocab_size, tokenizer_name=tok.name)
-            if fmt.map_suffix:
-                merge_maps(prefix + fmt.map_suffix, [part + fmt.map_suffix for part in parts])
+            token_format(name).merge(prefix, parts, vocab_size=tok.vocab_size, tokenizer_name=tok.name)
+        if maps := {name: prefix + token_format(name).map_suffix for name in self.formats if token_format(name).map_suffix}:
+            merge_maps(maps, [part + SHARD_MAPS for part in parts])
         return {"in": 0, "shards": len(parts)}

@@ -11,15 +11,16 @@ document copy that lies whole in one sequence, in file order. Keyed the way a tr
 - `length`: tokens in the chunk; `source`, `id`: the document; `doc_offset`: where the chunk starts in the document's
   token ids (specials included, as the tokenize step wrote them); `copy`: which of the mix's copies (0 first)
 
-The existing files' bytes are untouched: a map is a separate file, listed in the manifest with its checksum. Rows are
-sorted by `token` (and so by `sequence` and `chunk`): a lookup reads only the row groups whose statistics hold the key.
+The existing files' bytes are untouched: a map is a separate file, listed in the manifest with its checksum. A pack
+shard writes its formats' maps into one file (`SHARD_MAPS`); the merge makes each format's map of a source from
+them. Rows are sorted by `token` (and so by `sequence` and `chunk`): a lookup reads only the row groups whose statistics hold the key.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import json
+from contextlib import ExitStack
+from dataclasses import dataclass
 
 import numpy as np
 import pyarrow as pa
@@ -86,39 +87,64 @@ WRITE = {"compression": "zstd", "compression_level": 1, "use_dictionary": ["sour
 """Dictionaries only where they pay (one source a file): ids and positions are (nearly) unique; light zstd."""
 
 
-def write_map(path: str, table: pa.Table) -> None:
-    with fs.AtomicWriter(path) as handle:
-        pq.write_table(table, handle, row_group_size=ROW_GROUP, **WRITE)
+SHARD_MAPS = ".maps.arrow"
+"""A pack shard's maps, every format's in one file beside the shard's prefix: one write and one rename a shard, not a
+Parquet file a format, and the merge reads it once (small shards made the per-format files cost 5-21%). Arrow IPC,
+uncompressed: 0.5 ms to write and 0.3 to read 13,000 rows against 1.9 and 0.9 with lz4, for ~100 bytes a row
+(~0.6 MB a shard of 2M tokens, beside its 8 MB of tokens; the shards' files only, never published)."""
+FORMATS = b"curate.formats"   # a shard's maps file: {format: rows}, the formats' rows one after another in this order
 
 
-def merge_maps(path: str, parts: list[str]) -> None:
-    """Concatenate shard maps in shard order, shifting each shard's positions past the shards before it (one shard
-    in memory at a time). The footer says where each shard's rows are (`SHARDS`: {shard: [first row, rows]})."""
-    shift = {"sequence": 0, "chunk": 0, "token": 0}
-    where, first = {}, 0
-    for part in parts:
-        rows = _metadata(part).num_rows
-        where[part.rstrip("/").rsplit("/", 1)[-1].split(".", 1)[0]] = [first, rows]
-        first += rows
-    schema = SCHEMA.with_metadata({SHARDS: json.dumps(where)})
-    with fs.AtomicWriter(path) as handle, pq.ParquetWriter(handle, schema, **WRITE) as writer:
-        for part in parts:
+def write_shard_maps(path: str, tables: dict[str, pa.Table]) -> None:
+    """One shard's map of each format (`map_table`), in one file (`SHARD_MAPS`)."""
+    schema = SCHEMA.with_metadata({FORMATS: json.dumps({name: t.num_rows for name, t in tables.items()})})
+    with fs.AtomicWriter(path) as handle, pa.ipc.new_file(handle, schema) as writer:
+        for table in tables.values():
+            if table.num_rows:
+                writer.write_table(table.replace_schema_metadata(schema.metadata))
+
+
+def _counts(part: str) -> dict[str, int]:
+    with fs.open_input(part) as f:
+        return json.loads(pa.ipc.open_file(f).schema.metadata[FORMATS])
+
+
+def merge_maps(paths: dict[str, str], parts: list[str]) -> None:
+    """Each format's map (`paths`: format -> merged map) from the shards' maps files (`SHARD_MAPS`, in shard order),
+    shifting each shard's positions past the shards before it (one shard in memory at a time). The footer says where
+    each shard's rows are (`SHARDS`: {shard: [first row, rows]}; each shard's rows are its own row groups)."""
+    counts = [_counts(part) for part in parts]
+    schemas, where = {}, {}
+    for name in paths:
+        where[name], first = {}, 0
+        for part, count in zip(parts, counts):
+            where[name][part.rstrip("/").rsplit("/", 1)[-1].split(".", 1)[0]] = [first, count.get(name, 0)]
+            first += count.get(name, 0)
+        schemas[name] = SCHEMA.with_metadata({SHARDS: json.dumps(where[name])})
+    shift = {name: {"sequence": 0, "chunk": 0, "token": 0} for name in paths}
+    with ExitStack() as stack:
+        writers = {name: stack.enter_context(pq.ParquetWriter(stack.enter_context(fs.AtomicWriter(path)), schemas[name], **WRITE))
+                   for name, path in paths.items()}
+        for part, count in zip(parts, counts):
             with fs.open_input(part) as f:
-                table = pq.read_table(f)
-            if not table.num_rows:
-                continue
-            last = {name: table.column(name)[-1].as_py() for name in (*shift, "length")}
-            ends = {"sequence": last["sequence"] + 1, "chunk": last["chunk"] + 1, "token": last["token"] + last["length"]}
-            for name, value in shift.items():
-                if value:
-                    table = table.set_column(SCHEMA.get_field_index(name), name, pc.add(table.column(name), value))
-            writer.write_table(table.replace_schema_metadata(schema.metadata), row_group_size=ROW_GROUP)
-            shift = {name: shift[name] + ends[name] for name in shift}
+                table = pa.ipc.open_file(f).read_all()
+            at = 0
+            for name, rows in count.items():
+                mine, at = table.slice(at, rows), at + rows
+                if name in writers and rows:
+                    writers[name].write_table(_shifted(mine, shift[name]).replace_schema_metadata(schemas[name].metadata),
+                                              row_group_size=ROW_GROUP)
 
 
-def _metadata(path: str) -> pq.FileMetaData:
-    filesystem, stripped = fs.filesystem(path)
-    return pq.ParquetFile(stripped, filesystem=filesystem).metadata
+def _shifted(table: pa.Table, shift: dict[str, int]) -> pa.Table:
+    """`table`'s positions moved past the shards before it; `shift` moves on past this one."""
+    last = {name: table.column(name)[-1].as_py() for name in (*shift, "length")}
+    ends = {"sequence": last["sequence"] + 1, "chunk": last["chunk"] + 1, "token": last["token"] + last["length"]}
+    for name, value in shift.items():
+        if value:
+            table = table.set_column(SCHEMA.get_field_index(name), name, pc.add(table.column(name), value))
+    shift.update({name: shift[name] + ends[name] for name in shift})
+    return table
 
 
 def shard_rows(path: str, shard: str, doc_id: str) -> list[dict]:

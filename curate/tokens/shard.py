@@ -12,7 +12,7 @@ import numpy as np
 import pyarrow as pa
 
 from .batch import Tokens
-from .docmap import DocKeys, map_table, write_map
+from .docmap import SHARD_MAPS, DocKeys, map_table, write_shard_maps
 from .pack import pack_documents
 from .tokenizer import TextTokenizer
 
@@ -53,7 +53,8 @@ def pack_shard(tokens: Tokens, prefix: str, *, vocab_size: int, seq_len: int, me
     windows), or none (one sequence per document, as Megatron's preprocess_data writes).
     Files: each of `formats` (names of `curate.tokens.formats`) writes its own beside `prefix`, e.g. megatron
     prefix.bin + prefix.idx; datatrove prefix.ds (+ .index, .metadata): whole documents in packing order, no padding.
-    `keys` (who the documents are): each format with a map also writes its document map beside `prefix` (docmap.py).
+    `keys` (who the documents are): the document map of each format that has one, all in `prefix` + `SHARD_MAPS`
+    (docmap.py; `merge_maps` makes each format's map of a source from them).
     """
     from .formats import get
 
@@ -65,12 +66,15 @@ def pack_shard(tokens: Tokens, prefix: str, *, vocab_size: int, seq_len: int, me
     else:
         packed, pack_stats = pack_documents(tokens, seq_len, eos_id=None, method=method, seed=seed)
         stats = pack_stats.as_dict()
+    maps = {}
     for name in formats:
         fmt = get(name)
         stats["tokens_written"] = fmt.write(prefix, tokens, packed, vocab_size=vocab_size, tokenizer_name=tokenizer_name,
                                             layout=layout)
         if keys is not None and fmt.map_suffix:
-            write_map(prefix + fmt.map_suffix, map_table(fmt.locate(tokens, packed, layout), keys))
+            maps[name] = map_table(fmt.locate(tokens, packed, layout), keys)
+    if maps:
+        write_shard_maps(prefix + SHARD_MAPS, maps)
     return stats
 
 

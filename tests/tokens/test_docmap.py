@@ -15,7 +15,7 @@ import pytest
 
 from curate.manifest.verify import verify
 from curate.tokens.batch import Tokens
-from curate.tokens.docmap import DocKeys
+from curate.tokens.docmap import SHARD_MAPS, SHARDS, DocKeys, merge_maps
 from curate.tokens.megatron import read_megatron
 from curate.tokens.shard import pack_shard
 from curate.tokens.tokenizer import load_tokenizer
@@ -115,7 +115,33 @@ def test_the_packed_bytes_are_those_written_without_maps(tmp_path, method):
         digests.append({s: hashlib.sha256((tmp_path / f"{name}{s}").read_bytes()).hexdigest()
                         for s in (".bin", ".idx", ".ds", ".ds.index", ".ds.metadata")})
     assert digests[0] == digests[1]
-    assert not (tmp_path / "plain.idx.map.parquet").exists() and (tmp_path / "mapped.idx.map.parquet").exists()
+    assert not (tmp_path / "plain.maps.arrow").exists() and (tmp_path / "mapped.maps.arrow").exists()
+
+
+def test_a_pack_shard_writes_its_formats_maps_in_one_file_the_merge_splits(tmp_path):
+    """One maps file a shard (small shards paid a Parquet file and a rename per format); the merge gives each format
+    its own map, positions shifted past the shards before, each shard's rows named in the footer."""
+    rng = np.random.default_rng(2)
+    parts = []
+    for i in range(3):
+        lengths = rng.integers(1, 60, 20)
+        tokens = Tokens(rng.integers(0, 50000, int(lengths.sum())).astype(np.int32), np.concatenate([[0], np.cumsum(lengths)]))
+        keys = DocKeys("web", pa.array([f"s{i}d{j}" for j in range(20)]), np.ones(20, np.int64))
+        pack_shard(tokens, str(tmp_path / f"{i:06d}"), vocab_size=50257, seq_len=32, method="best_fit", seed=i,
+                   formats=("megatron", "datatrove"), keys=keys)
+        parts.append(str(tmp_path / f"{i:06d}"))
+    assert sorted(p.name for p in tmp_path.iterdir() if "map" in p.name) == [f"{i:06d}.maps.arrow" for i in range(3)]
+    merge_maps({"megatron": str(tmp_path / "all.idx.map.parquet"), "datatrove": str(tmp_path / "all.ds.map.parquet")},
+               [p + SHARD_MAPS for p in parts])
+    for suffix in (".idx.map.parquet", ".ds.map.parquet"):
+        handle = pq.ParquetFile(tmp_path / f"all{suffix}")
+        table, where = handle.read(), json.loads(handle.schema_arrow.metadata[SHARDS])
+        assert list(where) == ["000000", "000001", "000002"] and sum(n for _, n in where.values()) == table.num_rows
+        first, rows = where["000001"]
+        ids = table.column("id").to_pylist()
+        assert {x[:2] for x in ids[first:first + rows]} == {"s1"} and set(ids[:first]) == {f"s0d{j}" for j in range(20)}
+        tokens = table.column("token").to_numpy()
+        assert tokens[0] == 0 and (np.diff(tokens) == table.column("length").to_numpy()[:-1]).all()
 
 
 def test_trace_and_the_python_map_name_the_documents_of_a_sequence(tmp_path, capsys):
