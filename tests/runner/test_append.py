@@ -14,15 +14,13 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 
-from curate.dualuse import demo_terms_path
-from curate.sample import make_sample
 
 from conftest import kill_9_when, run_cli
 
 sys.path[:0] = [str(Path(__file__).resolve().parents[2] / "bench"), str(Path(__file__).resolve().parent)]
 from compare_runs import compare  # noqa: E402
 
-from test_resume_matrix import PIPELINE, RECIPE, accounting_holds, markers  # noqa: E402
+from test_resume_matrix import PIPELINE, accounting_holds, lay_out, markers  # noqa: E402
 
 
 def _dolma(path: Path, rows: list[tuple[str, str]]) -> None:
@@ -50,15 +48,7 @@ def _add_source(ws: Path, name: str, path: str, first: bool) -> None:
 @pytest.fixture(scope="module")
 def corpus(tmp_path_factory):
     ws = tmp_path_factory.mktemp("append") / "ws"
-    make_sample(ws / "corpus", docs=200, seed=0)
-    (ws / "models").mkdir()
-    shutil.copy2(ws / "corpus/models/quality_standin.bin", ws / "models/q.bin")
-    shutil.copy2(ws / "corpus/models/dual_use_demo.bin", ws / "models/du.bin")
-    shutil.copy2(demo_terms_path(), ws / "terms.txt")
-    (ws / "filters").mkdir()
-    (ws / "filters/mini.yaml").write_text(RECIPE)
-    (ws / "pipeline.yaml").write_text(PIPELINE)
-    return ws
+    return lay_out(ws)
 
 
 def _run(ws: Path, out: str, capfd=None) -> list[str]:

@@ -100,12 +100,11 @@ def _plant_duplicates(ws: Path) -> None:
     (src.parent / "cc_en_head-0001.json.gz").write_bytes(gzip.compress(("\n".join(rows) + "\n").encode(), mtime=0))
 
 
-@pytest.fixture(scope="module")
-def world(tmp_path_factory):
-    root = tmp_path_factory.mktemp("resume")
-    ws, base = root / "ws", root / "base"
+def lay_out(ws: Path, plant=None) -> Path:
+    """The workspace the matrix (and the append tests) run in: a 200-document sample, its models, terms and recipe."""
     make_sample(ws / "corpus", docs=200, seed=0)
-    _plant_duplicates(ws)
+    if plant is not None:
+        plant(ws)
     (ws / "models").mkdir()
     shutil.copy2(ws / "corpus/models/quality_standin.bin", ws / "models/q.bin")
     shutil.copy2(ws / "corpus/models/dual_use_demo.bin", ws / "models/du.bin")
@@ -113,6 +112,14 @@ def world(tmp_path_factory):
     (ws / "filters").mkdir()
     (ws / "filters/mini.yaml").write_text(RECIPE)
     (ws / "pipeline.yaml").write_text(PIPELINE)
+    return ws
+
+
+@pytest.fixture(scope="module")
+def world(tmp_path_factory):
+    root = tmp_path_factory.mktemp("resume")
+    ws, base = root / "ws", root / "base"
+    lay_out(ws, plant=_plant_duplicates)
     _train(ws)
     _tokenizer(ws / "spare/tok/tokenizer.json")
     cwd = os.getcwd()
