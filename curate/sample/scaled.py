@@ -18,6 +18,7 @@ from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
 from . import corpus as C
+from .writers import write_dclm, write_dolma, write_fwe, write_zyda
 from .evals import make_evals
 from .models import make_models
 
@@ -48,10 +49,10 @@ def _part(args) -> dict:
     part_seed = f"{seed}.part{index}"
     plan = C._Planner(docs, part_seed).plan()
     counts = {
-        "fwe": C._write_fwe(work / "fwe", plan["fwe"], C._rng(part_seed, "fwe")),
-        "dclm": C._write_dclm(work / "dclm", plan["dclm"], C._rng(part_seed, "dclm")),
-        "zyda": C._write_zyda(work / "zyda", plan["zyda"], C._rng(part_seed, "zyda"), id_prefix=f"p{index:05d}-"),
-        "dolma_cc": C._write_dolma(work / "dolma_cc", plan["dolma_cc"], plan["dolma_cc_truncated"],
+        "fwe": write_fwe(work / "fwe", plan["fwe"], C._rng(part_seed, "fwe")),
+        "dclm": write_dclm(work / "dclm", plan["dclm"], C._rng(part_seed, "dclm")),
+        "zyda": write_zyda(work / "zyda", plan["zyda"], C._rng(part_seed, "zyda"), id_prefix=f"p{index:05d}-"),
+        "dolma_cc": write_dolma(work / "dolma_cc", plan["dolma_cc"], plan["dolma_cc_truncated"],
                                    C._rng(part_seed, "dolma_cc")),
     }
     if index == 0:   # the demo eval set, cut from the first part's documents (their ids are kept as they are)

@@ -21,7 +21,7 @@ import zstandard
 
 from curate.sample import is_complete, make_sample
 from curate.sample import text as T
-from curate.sample.corpus import DCLM_FILES
+from curate.sample.writers import DCLM_FILES
 
 FILES = {
     "fwe": ["fwe/data/CC-MAIN-2024-10/000_00000.parquet",
