@@ -33,6 +33,7 @@ def _accounted(run, inputs: int) -> None:
     assert kept + removed == inputs
 
 
+@pytest.mark.slow   # a Ray cluster of its own (20-30 s): the fast half leaves it to CI
 def test_an_existing_ray_cluster_on_the_machine_does_not_break_a_run(sample_env, tmp_path):
     env = env_with(RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER=0)
     head = subprocess.Popen([sys.executable, "-m", "ray.scripts.scripts", "start", "--head", "--block", "--num-cpus", "1",

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 import json
 import os
 import subprocess
@@ -43,6 +45,7 @@ def _python(code: str, **env) -> str:
     return done.stdout
 
 
+@pytest.mark.slow   # a Ray cluster of its own (20-30 s): the fast half leaves it to CI
 def test_each_warmer_lists_the_entry_points_it_compiles():
     # a process that compiles a kernel also gives its callees overloads; one that loads it from numba's cache
     # gives them to the entry points alone: warm the cache first (a no-op where other tests did), then look

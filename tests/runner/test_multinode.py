@@ -304,6 +304,7 @@ def test_a_lost_head_ends_the_run_in_one_paragraph_and_a_new_cluster_resumes(clu
         fresh.stop()
 
 
+@pytest.mark.slow   # a Ray cluster of its own (20-30 s): the fast half leaves it to CI
 def test_an_address_nobody_answers_at_fails_within_seconds_in_one_line(tmp_path):
     (tmp_path / "in.jsonl").write_text('{"text": "one"}\n')
     pipeline = tmp_path / "p.yaml"

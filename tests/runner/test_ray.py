@@ -22,6 +22,7 @@ from conftest import ZYDA2, env_with, kill_9_when, run_cli, tree_digest
 ray.cloudpickle.register_pickle_by_value(sys.modules[__name__])  # Ray workers get the test stage by value
 
 
+@pytest.mark.slow   # a Ray cluster of its own (20-30 s): the fast half leaves it to CI
 def test_workers_1_2_and_inline_threaded_or_serial_give_byte_identical_outputs(sample_env, tmp_path):
     assert run_cli(ZYDA2, "--output", tmp_path / "inline", "--inline", "-q") == 0   # tasks of concurrent phases on threads
     assert run_cli(ZYDA2, "--output", tmp_path / "serial", "--inline", "--workers", "1", "-q") == 0   # one after another
