@@ -12,7 +12,7 @@ from curate.report import page, svg
 from curate.report.context import RunView
 from curate.report.section import Section
 from curate.report.svg import Series
-from curate.stages.substring_dedup import text_counts
+from curate.stages.substring_dedup_facets import text_counts
 
 TOP = 15
 

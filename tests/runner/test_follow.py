@@ -10,7 +10,7 @@ import pytest
 from curate import __version__
 from curate.cli import main, parser
 from curate.runner.kernels import warm
-from curate.stages.dual_use import BLOCKLIST
+from curate.stages.dual_use_facets import BLOCKLIST
 from curate.runner.progress import Progress, duration, unit_of
 
 from conftest import ZYDA2

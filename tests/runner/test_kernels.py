@@ -56,7 +56,7 @@ def test_each_warmer_lists_the_entry_points_it_compiles():
 
 
 def test_cached_is_true_only_once_a_process_has_warmed_the_kernel(tmp_path):
-    blocklist = "from curate.stages.dual_use import BLOCKLIST; from curate.stages.minhash import MinhashFacets; "
+    blocklist = "from curate.stages.dual_use_facets import BLOCKLIST; from curate.stages.minhash import MinhashFacets; "
     ask = blocklist + "from curate.runner.kernels import cached; print(cached([BLOCKLIST]))"
     env = {"NUMBA_CACHE_DIR": str(tmp_path)}
     # `__pycache__` beside the sources may already hold the kernel: an empty NUMBA_CACHE_DIR is a fresh machine
