@@ -1,0 +1,95 @@
+"""The driver's DuckDB connections (the report, `curate query`) have a memory limit and spill past it, so what
+they read may grow with the run while the driver does not."""
+
+import gc
+import os
+import tempfile
+from types import SimpleNamespace
+
+import duckdb
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from curate.cli import main
+from curate.errors import UsageError
+from curate.report.context import open_run
+from curate.report.substring_dedup import _top
+from curate.rundir.views import connect as views_connect
+from curate.sql import MEMORY_ENV, bound, memory_mb
+
+from conftest import run_cli
+
+
+def setting(con, name: str) -> str:
+    return con.execute("SELECT current_setting(?)", [name]).fetchall()[0][0]
+
+
+def limit_of(mb: int) -> str:
+    """DuckDB's own spelling of a memory limit of `mb` MB."""
+    return setting(duckdb.connect(config={"memory_limit": f"{mb}MB"}), "memory_limit")
+
+
+@pytest.fixture(scope="module")
+def tiny(tmp_path_factory):
+    d = tmp_path_factory.mktemp("tiny")
+    (d / "a.jsonl").write_text('{"text": "one"}\n{"text": "two"}\n')
+    (d / "p.yaml").write_text(f"name: t\nsources:\n  s: {{format: jsonl, paths: '{d}/a.jsonl'}}\nstages: {{ingest: {{}}}}\n")
+    assert run_cli(d / "p.yaml", "--output", d / "run", "--inline", "-q") == 0
+    return d / "run"
+
+
+def test_a_query_larger_than_the_limit_spills_to_a_private_folder_and_completes():
+    con = bound(duckdb.connect(), memory=24, threads=1)
+    folder = setting(con, "temp_directory")
+    assert setting(con, "memory_limit") == limit_of(24)
+    assert os.path.basename(folder).startswith("curate-duckdb-") and folder.startswith(tempfile.gettempdir())
+    # 3M groups of 2 (a hash table of ~100 MB) and a window over 2M rows under 24 MB: spilled, not refused
+    assert con.sql("SELECT count(*), min(n), max(n) FROM (SELECT i % 3000000 AS k, count(*) AS n "
+                   "FROM range(6000000) t(i) GROUP BY k)").fetchall() == [(3_000_000, 2, 2)]
+    assert con.sql("SELECT count(*) FROM (SELECT row_number() OVER (PARTITION BY i % 7 ORDER BY hash(i)) AS n "
+                   "FROM range(2000000) t(i)) WHERE n <= 3").fetchall() == [(21,)]
+    del con
+    gc.collect()
+    assert not os.path.exists(folder), "the spill folder goes with its connection"
+
+
+def test_the_report_and_curate_query_connections_are_bounded(tiny, monkeypatch):
+    monkeypatch.delenv(MEMORY_ENV, raising=False)
+    assert setting(open_run(str(tiny)).con, "memory_limit") == limit_of(256)
+    assert setting(views_connect(str(tiny)), "memory_limit") == limit_of(256)
+    monkeypatch.setenv(MEMORY_ENV, "64")
+    assert memory_mb() == 64
+    assert setting(open_run(str(tiny)).con, "memory_limit") == limit_of(64)
+    con = views_connect(str(tiny))
+    assert setting(con, "memory_limit") == limit_of(64)
+    assert os.path.basename(setting(con, "temp_directory")).startswith("curate-duckdb-")
+    assert con.sql("SELECT count(*) FROM docs").fetchall() == [(2,)], "the locked, bounded connection still reads the run"
+
+
+@pytest.mark.parametrize("value", ["lots", "8", "-1"])
+def test_a_bad_memory_setting_is_one_line(tiny, value, monkeypatch, capsys):
+    monkeypatch.setenv(MEMORY_ENV, value)
+    with pytest.raises(UsageError, match=f"{MEMORY_ENV}={value}: give DuckDB's memory limit in MB"):
+        memory_mb()
+    assert main(["query", str(tiny), "SELECT 1"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert MEMORY_ENV in err and len(err.splitlines()) == 1
+
+
+def test_the_most_copied_spans_are_a_top_k_in_duckdb(tmp_path):
+    """substring_dedup's report: the same top spans as sorting every repeats row in Python, read as a top-k."""
+    rows = {"a": [], "b": []}
+    for k in range(300):
+        source = "ab"[k % 2]
+        rows[source].append({"id": f"d{k % 17}", "start": k, "end": k + 9, "words": 50 + k % 5, "copies": k % 23, "text": f"t{k}"})
+    for source, rs in rows.items():
+        (tmp_path / "s" / "repeats" / source).mkdir(parents=True)
+        for part in range(3):
+            pq.write_table(pa.Table.from_pylist(rs[part::3]), tmp_path / "s" / "repeats" / source / f"{part:05d}.parquet")
+    run = SimpleNamespace(sources=["a", "b", "c"], dir=SimpleNamespace(path=lambda *p: str(tmp_path.joinpath(*p))),
+                          con=bound(duckdb.connect(), memory=32))
+    every = sorted(({**r, "source": s} for s, rs in rows.items() for r in rs),
+                   key=lambda r: (-r["copies"], -r["words"], r["source"], r["id"], r["start"]))
+    assert _top(run, "s") == every[:15]
+    assert _top(run, "s", top=4) == every[:4]
