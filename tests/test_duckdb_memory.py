@@ -93,3 +93,35 @@ def test_the_most_copied_spans_are_a_top_k_in_duckdb(tmp_path):
                    key=lambda r: (-r["copies"], -r["words"], r["source"], r["id"], r["start"]))
     assert _top(run, "s") == every[:15]
     assert _top(run, "s", top=4) == every[:4]
+
+
+def test_the_manifest_hashes_a_file_in_blocks_whatever_its_size(tmp_path, monkeypatch):
+    """A token file far larger than memory is hashed in blocks of at most BLOCK bytes, never read whole."""
+    import hashlib
+
+    from curate.io import fs
+    from curate.manifest import digest
+
+    data = os.urandom(300_000)
+    (tmp_path / "big.bin").write_bytes(data)
+    asked = []
+
+    class Counting:
+        def __init__(self, handle):
+            self.handle = handle
+
+        def read(self, n=-1):
+            asked.append(n)
+            return self.handle.read(n)
+
+        def __enter__(self):
+            return self
+
+        def __exit__(self, *exc):
+            self.handle.close()
+
+    monkeypatch.setattr(digest, "BLOCK", 4096)
+    monkeypatch.setattr(digest, "open_read", lambda filesystem, path: Counting(open(path, "rb")))
+    filesystem, _ = fs.filesystem(str(tmp_path))
+    assert digest.sha256_file(filesystem, str(tmp_path / "big.bin")) == (len(data), hashlib.sha256(data).hexdigest())
+    assert asked and max(asked) == 4096 and len(asked) >= len(data) // 4096
