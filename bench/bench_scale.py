@@ -307,8 +307,11 @@ def plot(results: list[dict], path: Path) -> None:
         series.setdefault("total", []).append((r["docs"], r["total_seconds"]))
     first = min(series["total"])
     series["linear (from total)"] = [(x, first[1] * x / first[0]) for x, _ in sorted(series["total"])]
-    import matplotlib
-
+    try:
+        import matplotlib
+    except ImportError:   # the `bench` extra is not installed: the table and the JSON are enough
+        print("no plot: matplotlib is not installed (pip install curate[bench])")
+        return
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
@@ -356,9 +359,9 @@ def main() -> None:
         print(f"{files:,} files: {result['tasks']:,} tasks in {result['seconds']:.0f}s, driver peak {result['driver_peak_mb']:.0f} MB",
               flush=True)
     if saved["scale"]:
-        plot(saved["scale"], PLOT if args.results == RESULTS else args.results.with_suffix(".png"))
         print(table(saved["scale"]))
         print(projection(saved["scale"]))
+        plot(saved["scale"], PLOT if args.results == RESULTS else args.results.with_suffix(".png"))
         print(f"plot: {PLOT if args.results == RESULTS else args.results.with_suffix('.png')}")
 
 
