@@ -125,3 +125,28 @@ def test_the_manifest_hashes_a_file_in_blocks_whatever_its_size(tmp_path, monkey
     filesystem, _ = fs.filesystem(str(tmp_path))
     assert digest.sha256_file(filesystem, str(tmp_path / "big.bin")) == (len(data), hashlib.sha256(data).hexdigest())
     assert asked and max(asked) == 4096 and len(asked) >= len(data) // 4096
+
+
+def test_the_language_mix_reads_a_run_of_many_shards_within_a_small_limit(tmp_path, monkeypatch):
+    """The ledger of the sampled shards is one scan per group, not one per file: a union of a scan per ledger file
+    takes DuckDB's memory per file and failed within the limit on a run of many shards."""
+    import json
+
+    from curate.report import languages
+
+    run, shards, per = tmp_path / "run", 40, 30
+    (run / "pipeline.yaml").parent.mkdir()
+    (run / "pipeline.yaml").write_text("name: t\nstages:\n  signals: {}\n  q: {use: filter}\n")
+    (run / "summary.json").write_text(json.dumps([{"stage": st, "source": "s", "in": shards * per, "kept": shards * per,
+                                                   "removed": {}, "tasks": shards} for st in ("signals", "q")]))
+    for folder in ("signals/s", "ledger/q/s"):
+        (run / folder).mkdir(parents=True)
+    for k in range(shards):
+        ids = [f"{k}-{i}" for i in range(per)]
+        pq.write_table(pa.table({"id": ids, "lang": ["en" if i % 3 else "de" for i in range(per)]}), run / "signals/s" / f"{k:04d}.parquet")
+        pq.write_table(pa.table({"id": ids[::5], "source": ["s"] * len(ids[::5]), "reason": ["low"] * len(ids[::5])}),
+                       run / "ledger/q/s" / f"{k:04d}.parquet")
+    monkeypatch.setenv(MEMORY_ENV, "16")
+    mix = languages.language_mix(open_run(str(run)))
+    assert mix["languages"] == ["en", "de"] and not mix["sampled"]
+    assert mix["counts"]["kept"] == [shards * 16, shards * 8] and mix["counts"]["removed"] == [shards * 4, shards * 2]
