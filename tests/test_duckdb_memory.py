@@ -150,3 +150,11 @@ def test_the_language_mix_reads_a_run_of_many_shards_within_a_small_limit(tmp_pa
     mix = languages.language_mix(open_run(str(run)))
     assert mix["languages"] == ["en", "de"] and not mix["sampled"]
     assert mix["counts"]["kept"] == [shards * 16, shards * 8] and mix["counts"]["removed"] == [shards * 4, shards * 2]
+
+
+def test_a_query_past_the_limit_says_how_to_raise_it(tiny, monkeypatch, capsys):
+    monkeypatch.setenv(MEMORY_ENV, "16")   # a sorted list of 3M strings cannot spill: more than 16 MB at once
+    assert main(["query", str(tiny), "SELECT list(i::VARCHAR ORDER BY -i) AS l FROM range(3000000) t(i)"]) == 1
+    err = capsys.readouterr().err.strip()
+    assert "Out of Memory" in err and f"DuckDB may hold 16 MB here; set {MEMORY_ENV} to give it more" in err
+    assert len(err.splitlines()) == 1
