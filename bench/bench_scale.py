@@ -198,6 +198,8 @@ def run_scale(docs: int, until: str, corpora: Path, runs: Path, workers: int | N
     total = time.monotonic() - started
     if process.returncode != 0:
         raise SystemExit(f"run of {docs:,} documents failed:\n" + "\n".join(sampler.lines[-20:]))
+    if not (out / "report.html").exists():   # the run only warns when its report fails: a bench must not
+        raise SystemExit(f"run of {docs:,} documents wrote no report.html:\n" + "\n".join(sampler.lines[-20:]))
     rows = json.loads((out / "summary.json").read_text())
     stages = {}
     for row in rows:
