@@ -299,7 +299,7 @@ def projection(results: list[dict], target: float = 1e9, hours: float = 24.0) ->
     return "\n".join(out)
 
 
-def plot(results: list[dict], path: Path) -> None:
+def plot(results: list[dict], path: Path) -> bool:
     """Wall seconds per stage against documents (log-log), one line per stage, and linear growth for reference."""
     series: dict[str, list[tuple[int, float]]] = {}
     for r in results:
@@ -313,7 +313,7 @@ def plot(results: list[dict], path: Path) -> None:
         import matplotlib
     except ImportError:   # the `bench` extra is not installed: the table and the JSON are enough
         print("no plot: matplotlib is not installed (pip install curate[bench])")
-        return
+        return False
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
@@ -334,6 +334,7 @@ def plot(results: list[dict], path: Path) -> None:
     ax.legend(fontsize=7)
     fig.tight_layout()
     fig.savefig(path, dpi=100)
+    return True
 
 
 def main() -> None:
@@ -363,8 +364,9 @@ def main() -> None:
     if saved["scale"]:
         print(table(saved["scale"]))
         print(projection(saved["scale"]))
-        plot(saved["scale"], PLOT if args.results == RESULTS else args.results.with_suffix(".png"))
-        print(f"plot: {PLOT if args.results == RESULTS else args.results.with_suffix('.png')}")
+        path = PLOT if args.results == RESULTS else args.results.with_suffix(".png")
+        if plot(saved["scale"], path):
+            print(f"plot: {path}")
 
 
 if __name__ == "__main__":
