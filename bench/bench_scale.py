@@ -5,12 +5,19 @@ parts, see curate/sample/scaled.py), then `curate run pipelines/zyda2.yaml --unt
 subprocess on the embedded Ray cluster while this script samples /proc every 0.25s: the driver's RSS
 and the largest RSS of a Ray worker process, attributed to the stage the driver's progress lines name.
 Time per stage is the run's own `wall_seconds` (summary.json); documents/s is the stage's input over it.
+CPU seconds per stage are the user+system ticks of the driver and every process under it (Ray's workers,
+raylet, GCS) that grew while the driver named that stage, from /proc/<pid>/stat; bytes written per stage
+likewise from /proc/<pid>/io (`write_bytes`: what reached the storage layer, Ray's spills included). What
+the driver does after the last stage (`report`: the summary is written, then report.html) is a stage of
+its own here. The run folder's size on disk, per top-level entry and per million documents, is recorded
+after the run (`du`).
 
 `--many-files N [N ...]` measures the driver instead: a source of N tiny JSONL files (N ingest tasks of
 each phase) through the ingest stage, and the driver's peak RSS, which must not grow with N.
 
     python bench/bench_scale.py --docs 100000 300000 --until pack
     python bench/bench_scale.py --docs 1000000 --until dedup
+    python bench/bench_scale.py --docs 10000000 --until all      # every step: kept, manifest and the report too
     python bench/bench_scale.py --many-files 1000 10000
     python bench/bench_scale.py --plot-only          # the table and plot from bench/scale.json
 
@@ -74,15 +81,47 @@ def is_worker(pid: int) -> bool:
         return False
 
 
-class Sampler:
-    """Peak RSS of the driver and of the largest Ray worker, per stage (the stage the driver last named)."""
+TICK = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
 
-    def __init__(self, process: subprocess.Popen):
-        self.process, self.stage = process, "start"
+
+def cpu_seconds(pid: int) -> float | None:
+    """User + system CPU seconds of a live process (its own, not its children's)."""
+    try:
+        with open(f"/proc/{pid}/stat") as handle:
+            fields = handle.read().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / TICK
+    except (OSError, IndexError, ValueError):
+        return None
+
+
+def written_bytes(pid: int) -> int | None:
+    """Bytes a live process caused to be written to storage (/proc/<pid>/io `write_bytes`)."""
+    try:
+        with open(f"/proc/{pid}/io") as handle:
+            for line in handle:
+                if line.startswith("write_bytes:"):
+                    return int(line.split()[1])
+    except (OSError, ValueError):
+        pass
+    return None
+
+
+class Sampler:
+    """Per stage (the stage the driver last named; `report` once the run's summary.json is written): peak RSS of
+    the driver and of the largest Ray worker, and the CPU seconds and bytes written by the driver and every
+    process under it. A process's counters are read every 0.25 s; what grew since its last reading is the
+    current stage's (what a process does in its last 0.25 s before it exits is lost: Ray's workers live long)."""
+
+    def __init__(self, process: subprocess.Popen, summary: Path | None = None):
+        self.process, self.stage, self.summary = process, "start", summary
         self.driver: dict[str, float] = {}
         self.worker: dict[str, float] = {}
+        self.cpu: dict[str, float] = {}
+        self.written: dict[str, int] = {}
         self.driver_peak = 0.0
         self.lines: list[str] = []
+        self._cpu_seen: dict[int, float] = {}
+        self._written_seen: dict[int, int] = {}
         threading.Thread(target=self._read, daemon=True).start()
         self._thread = threading.Thread(target=self._sample, daemon=True)
         self._thread.start()
@@ -90,21 +129,45 @@ class Sampler:
     def _read(self) -> None:
         for line in self.process.stderr:
             self.lines.append(line.rstrip("\n"))
-            if match := STAGE_LINE.match(line):
+            if (match := STAGE_LINE.match(line)) and self.stage != "report":
                 self.stage = match.group(1).strip()
+
+    def _count(self, stage: str, pids: list[int]) -> None:
+        for pid in pids:
+            if (cpu := cpu_seconds(pid)) is not None:
+                self.cpu[stage] = self.cpu.get(stage, 0.0) + cpu - self._cpu_seen.get(pid, 0.0)
+                self._cpu_seen[pid] = cpu
+            if (written := written_bytes(pid)) is not None:
+                self.written[stage] = self.written.get(stage, 0) + written - self._written_seen.get(pid, 0)
+                self._written_seen[pid] = written
 
     def _sample(self) -> None:
         while self.process.poll() is None:
+            if self.summary is not None and self.stage != "report" and self.summary.exists():
+                self.stage = "report"
             stage = self.stage
+            tree = [self.process.pid, *descendants(self.process.pid)]
             driver = rss_mb(self.process.pid)
-            workers = [rss_mb(p) for p in descendants(self.process.pid) if is_worker(p)]
+            workers = [rss_mb(p) for p in tree[1:] if is_worker(p)]
             self.driver[stage] = max(self.driver.get(stage, 0.0), driver)
             self.worker[stage] = max(self.worker.get(stage, 0.0), max(workers, default=0.0))
             self.driver_peak = max(self.driver_peak, driver)
+            self._count(stage, tree)
             time.sleep(0.25)
 
     def join(self) -> None:
         self._thread.join()
+
+
+def disk_mb(path: Path) -> dict[str, float]:
+    """MB on disk of each top-level entry of a run folder, and `total` (du, in 1 KiB blocks)."""
+    out = {}
+    for line in subprocess.run(["du", "-sk", *sorted(str(p) for p in path.iterdir())], capture_output=True, text=True,
+                               check=True).stdout.splitlines():
+        size, name = line.split("\t", 1)
+        out[Path(name).name] = round(int(size) / 1024, 1)
+    out["total"] = round(sum(out.values()), 1)
+    return out
 
 
 def make_corpus(corpora: Path, docs: int) -> Path:
@@ -125,28 +188,41 @@ def run_scale(docs: int, until: str, corpora: Path, runs: Path, workers: int | N
     if out.exists():
         subprocess.run(["rm", "-rf", str(out)], check=True)
     cmd = [sys.executable, "-m", "curate", "run", str(ROOT / "pipelines" / "zyda2.yaml"), "--output", str(out),
-           "--until", until, *(["--workers", str(workers)] if workers else [])]
+           *(["--until", until] if until != "all" else []), *(["--workers", str(workers)] if workers else [])]
     started = time.monotonic()
     process = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, cwd=ROOT,
                                env={**os.environ, "CURATE_SAMPLE": str(corpus), "PYTHONUNBUFFERED": "1"})
-    sampler = Sampler(process)
+    sampler = Sampler(process, out / "summary.json")
     process.wait()
     sampler.join()
     total = time.monotonic() - started
     if process.returncode != 0:
         raise SystemExit(f"run of {docs:,} documents failed:\n" + "\n".join(sampler.lines[-20:]))
+    if not (out / "report.html").exists():   # the run only warns when its report fails: a bench must not
+        raise SystemExit(f"run of {docs:,} documents wrote no report.html:\n" + "\n".join(sampler.lines[-20:]))
     rows = json.loads((out / "summary.json").read_text())
     stages = {}
     for row in rows:
         s = stages.setdefault(row["stage"], {"docs": 0, "seconds": row["wall_seconds"], "tasks": 0})
         s["docs"] += row["in"]
         s["tasks"] += row["tasks"]
+    for extra in ("start", "report"):   # the driver's start (imports, the Ray cluster) and its work after the last stage
+        if extra in sampler.driver:
+            stages[extra] = {"docs": 0, "seconds": None, "tasks": 0}
     for name, s in stages.items():
         s["docs_per_s"] = round(s["docs"] / s["seconds"], 1) if s["seconds"] else None
         s["driver_rss_mb"] = round(sampler.driver.get(name, 0.0), 1)
         s["worker_rss_mb"] = round(sampler.worker.get(name, 0.0), 1)
+        s["cpu_seconds"] = round(sampler.cpu.get(name, 0.0), 1)
+        s["cpu_ms_per_doc"] = round(1000 * s["cpu_seconds"] / docs, 3)
+        s["written_mb"] = round(sampler.written.get(name, 0) / 2**20, 1)
+    disk = disk_mb(out)
+    cpu = sum(sampler.cpu.values())
     return {"docs": docs, "until": until, "total_seconds": round(total, 1), "driver_peak_mb": round(sampler.driver_peak, 1),
-            "worker_peak_mb": round(max(sampler.worker.values(), default=0.0), 1), "cpus": os.cpu_count(), "stages": stages}
+            "worker_peak_mb": round(max(sampler.worker.values(), default=0.0), 1), "cpus": os.cpu_count(),
+            "cpu_seconds": round(cpu, 1), "cpu_ms_per_doc": round(1000 * cpu / docs, 3),
+            "written_mb": round(sum(sampler.written.values()) / 2**20, 1), "disk_mb": disk,
+            "disk_mb_per_million": round(disk["total"] * 1e6 / docs, 1), "stages": stages}
 
 
 def run_many_files(files: int, runs: Path) -> dict:
@@ -179,14 +255,28 @@ def run_many_files(files: int, runs: Path) -> dict:
 
 
 def table(results: list[dict]) -> str:
-    lines = ["| documents | stage | wall s | docs/s | driver peak RSS MB | largest worker RSS MB |",
-             "|---:|---|---:|---:|---:|---:|"]
+    """Per size and stage: wall, documents/s, CPU, CPU-ms per document, peak RSS of the driver and the largest
+    worker, MB written; the total row of each size, then its run folder's size on disk per million documents."""
+    lines = ["| documents | stage | wall s | docs/s | CPU s | CPU-ms/doc | driver peak RSS MB | largest worker RSS MB | written MB |",
+             "|---:|---|---:|---:|---:|---:|---:|---:|---:|"]
+    cell = lambda s, key, fmt: format(s[key], fmt) if s.get(key) is not None else "-"
     for r in sorted(results, key=lambda r: (r["until"], r["docs"])):
         for name, s in r["stages"].items():
             rate = f"{s['docs_per_s']:,.0f}" if s["docs_per_s"] else "-"
-            lines.append(f"| {r['docs']:,} | {name} | {s['seconds']:.1f} | {rate} | {s['driver_rss_mb']:.0f} | {s['worker_rss_mb']:.0f} |")
+            wall = f"{s['seconds']:.1f}" if s["seconds"] is not None else "-"
+            lines.append(f"| {r['docs']:,} | {name} | {wall} | {rate} | {cell(s, 'cpu_seconds', '.1f')} | "
+                         f"{cell(s, 'cpu_ms_per_doc', '.3f')} | {s['driver_rss_mb']:.0f} | {s['worker_rss_mb']:.0f} | "
+                         f"{cell(s, 'written_mb', ',.0f')} |")
         lines.append(f"| {r['docs']:,} | **total** (through {r['until']}) | {r['total_seconds']:.1f} | "
-                     f"{r['docs'] / r['total_seconds']:,.0f} | {r['driver_peak_mb']:.0f} | {r['worker_peak_mb']:.0f} |")
+                     f"{r['docs'] / r['total_seconds']:,.0f} | {cell(r, 'cpu_seconds', '.1f')} | {cell(r, 'cpu_ms_per_doc', '.3f')} | "
+                     f"{r['driver_peak_mb']:.0f} | {r['worker_peak_mb']:.0f} | {cell(r, 'written_mb', ',.0f')} |")
+    disk = [r for r in results if r.get("disk_mb")]
+    if disk:
+        lines += ["", "| documents | through | run folder MB | MB per million documents | largest entries (MB) |", "|---:|---|---:|---:|---|"]
+        for r in sorted(disk, key=lambda r: (r["until"], r["docs"])):
+            top = sorted(((k, v) for k, v in r["disk_mb"].items() if k != "total"), key=lambda kv: -kv[1])[:5]
+            lines.append(f"| {r['docs']:,} | {r['until']} | {r['disk_mb']['total']:,.0f} | {r['disk_mb_per_million']:,.0f} | "
+                         + ", ".join(f"{k} {v:,.0f}" for k, v in top) + " |")
     return "\n".join(lines)
 
 
@@ -195,7 +285,11 @@ def projection(results: list[dict], target: float = 1e9, hours: float = 24.0) ->
     out = []
     for until in sorted({r["until"] for r in results}):
         largest = max((r for r in results if r["until"] == until), key=lambda r: r["docs"])
-        work = sum(s["seconds"] for s in largest["stages"].values()) * largest["cpus"]  # CPU-seconds on this box
+        steps = [s for name, s in largest["stages"].items() if name not in ("start", "report")]
+        if all("cpu_seconds" in s for s in steps):   # measured: the CPU seconds of the run's processes in the steps
+            work = sum(s["cpu_seconds"] for s in steps)
+        else:                                        # older entries: wall seconds times the CPUs
+            work = sum(s["seconds"] for s in steps) * largest["cpus"]
         per_doc = work / largest["docs"]
         cpu_hours = per_doc * target / 3600
         nodes = math.ceil(cpu_hours / hours / 16)
@@ -205,7 +299,7 @@ def projection(results: list[dict], target: float = 1e9, hours: float = 24.0) ->
     return "\n".join(out)
 
 
-def plot(results: list[dict], path: Path) -> None:
+def plot(results: list[dict], path: Path) -> bool:
     """Wall seconds per stage against documents (log-log), one line per stage, and linear growth for reference."""
     series: dict[str, list[tuple[int, float]]] = {}
     for r in results:
@@ -215,8 +309,11 @@ def plot(results: list[dict], path: Path) -> None:
         series.setdefault("total", []).append((r["docs"], r["total_seconds"]))
     first = min(series["total"])
     series["linear (from total)"] = [(x, first[1] * x / first[0]) for x, _ in sorted(series["total"])]
-    import matplotlib
-
+    try:
+        import matplotlib
+    except ImportError:   # the `bench` extra is not installed: the table and the JSON are enough
+        print("no plot: matplotlib is not installed (pip install curate[bench])")
+        return False
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
@@ -237,6 +334,7 @@ def plot(results: list[dict], path: Path) -> None:
     ax.legend(fontsize=7)
     fig.tight_layout()
     fig.savefig(path, dpi=100)
+    return True
 
 
 def main() -> None:
@@ -247,26 +345,28 @@ def main() -> None:
     parser.add_argument("--corpora", type=Path, default=Path("/tmp/curate-scale"))
     parser.add_argument("--many-files", type=int, nargs="*", default=[])
     parser.add_argument("--plot-only", action="store_true")
+    parser.add_argument("--results", type=Path, default=RESULTS, help="the JSON results accumulate in (default bench/scale.json)")
     args = parser.parse_args()
     args.corpora.mkdir(parents=True, exist_ok=True)
-    saved = json.loads(RESULTS.read_text()) if RESULTS.exists() else {"scale": [], "many_files": []}
+    saved = json.loads(args.results.read_text()) if args.results.exists() else {"scale": [], "many_files": []}
     for docs in args.docs:
         result = run_scale(docs, args.until, args.corpora, args.corpora, args.workers)
         saved["scale"] = [r for r in saved["scale"] if (r["docs"], r["until"]) != (docs, args.until)] + [result]
-        RESULTS.write_text(json.dumps(saved, indent=1) + "\n")
+        args.results.write_text(json.dumps(saved, indent=1) + "\n")
         print(f"{docs:,} documents through {args.until}: {result['total_seconds']:.0f}s, driver peak "
               f"{result['driver_peak_mb']:.0f} MB, largest worker {result['worker_peak_mb']:.0f} MB", flush=True)
     for files in args.many_files:
         result = run_many_files(files, args.corpora)
         saved["many_files"] = [r for r in saved["many_files"] if r["files"] != files] + [result]
-        RESULTS.write_text(json.dumps(saved, indent=1) + "\n")
+        args.results.write_text(json.dumps(saved, indent=1) + "\n")
         print(f"{files:,} files: {result['tasks']:,} tasks in {result['seconds']:.0f}s, driver peak {result['driver_peak_mb']:.0f} MB",
               flush=True)
     if saved["scale"]:
-        plot(saved["scale"], PLOT)
         print(table(saved["scale"]))
         print(projection(saved["scale"]))
-        print(f"plot: {PLOT.relative_to(ROOT)}")
+        path = PLOT if args.results == RESULTS else args.results.with_suffix(".png")
+        if plot(saved["scale"], path):
+            print(f"plot: {path}")
 
 
 if __name__ == "__main__":

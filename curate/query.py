@@ -14,7 +14,7 @@ from curate.errors import CurateError, UsageError
 from curate.io import fs
 from curate.rundir.enclosing import enclosing_run, resolved
 from curate.rundir.views import connect
-from curate.sql import quote
+from curate.sql import MEMORY_ENV, memory_mb, quote
 from curate.common.sql_guard import read_only_statement
 
 
@@ -41,6 +41,9 @@ def query(run: str, sql: str, fmt: str = "table", out: str | None = None, limit:
         return _result(con, sql, fmt, out, limit, width)
     except duckdb.PermissionException as exc:
         raise CurateError(f"query failed: {str(exc).splitlines()[0]}: curate query reads the files of the run {run} only") from None
+    except duckdb.OutOfMemoryException as exc:
+        raise CurateError(f"query failed: {str(exc).splitlines()[0]}: DuckDB may hold {memory_mb()} MB here; "
+                          f"set {MEMORY_ENV} to give it more") from None
     except duckdb.Error as exc:
         raise CurateError(f"query failed: {str(exc).splitlines()[0]}\nviews:\n{describe(con)}") from None
 

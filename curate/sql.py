@@ -1,20 +1,62 @@
-"""DuckDB as curate uses it: one connection setting, reading Parquet wherever a run lives, quoting."""
+"""DuckDB as curate uses it: one connection setting, reading Parquet wherever a run lives, quoting, and a
+memory bound for the connections of the driver (the report, `curate query`) whose tables grow with the run."""
 
 from __future__ import annotations
 
+import os
+import shutil
+import tempfile
+import weakref
+
 import duckdb
+
+from curate.errors import UsageError
 
 from curate.io import fs
 from curate.common.sql_guard import lock
 
 
-def connect(threads: int | None = 1, readable: tuple[str, ...] = ()) -> duckdb.DuckDBPyConnection:
+MEMORY_ENV = "CURATE_DUCKDB_MEMORY_MB"
+MEMORY_MB = 256   # DuckDB's own buffers in the driver; above it, joins, sorts and aggregates spill to a temp folder
+
+
+def memory_mb() -> int:
+    """The driver's DuckDB memory limit in MB: `CURATE_DUCKDB_MEMORY_MB`, or 256."""
+    text = os.environ.get(MEMORY_ENV, "").strip()
+    if not text:
+        return MEMORY_MB
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 16:
+        raise UsageError(f"{MEMORY_ENV}={text}: give DuckDB's memory limit in MB, a whole number of at least 16")
+    return value
+
+
+def bound(con: duckdb.DuckDBPyConnection, memory: int | None = None, threads: int | None = 2) -> duckdb.DuckDBPyConnection:
+    """Cap `con`'s memory at `memory` MB (default `memory_mb()`) and its threads, spilling to a private temp
+    folder (removed with the connection) instead: DuckDB would otherwise take 80% of the machine's memory
+    for a report's GROUP BY over a 10M-document ledger, and spill to `.tmp` in the current folder. Call before
+    `lock` (the configuration is locked there)."""
+    folder = tempfile.mkdtemp(prefix="curate-duckdb-")
+    weakref.finalize(con, shutil.rmtree, folder, True)
+    con.execute(f"SET memory_limit = '{int(memory or memory_mb())}MB'")
+    con.execute(f"SET temp_directory = {quote(folder)}")
+    if threads is not None:
+        con.execute(f"SET threads = {int(threads)}")
+    return con
+
+
+def connect(threads: int | None = 1, readable: tuple[str, ...] = (), memory: int | None = None) -> duckdb.DuckDBPyConnection:
     """A connection that never downloads anything (DuckDB would otherwise fetch extensions from the internet
     at run time: httpfs for a remote path, inet for a typo such as `>>=`) and reads no file but below the
     `readable` folders (a run directory), writing none: Arrow tables registered on it are what SQL from
     users sees (`sql_guard.lock`). `threads`: 1 inside a task, where Ray already runs tasks in parallel;
-    None lets DuckDB use every core (curate query)."""
+    None lets DuckDB use every core (curate query). `memory` (MB): `bound` the connection (the driver's)."""
     con = duckdb.connect(config={"autoinstall_known_extensions": False, "autoload_known_extensions": False})
+    if memory is not None:
+        bound(con, memory, threads=None)
     if threads is not None:
         con.execute(f"SET threads = {int(threads)}")
     folders = []

@@ -20,6 +20,7 @@ from curate.io import fs
 from curate.rundir import RunDir
 from curate.rundir.accounting import aggregate
 from curate.rundir.views import keyed_tables
+from curate.sql import bound
 
 HEADER = re.compile(r"^# resolved from (?P<file>.+?); pipeline hash (?P<hash>[0-9a-f]+)")
 
@@ -117,12 +118,11 @@ class RunView:
 
     @cached_property
     def con(self) -> duckdb.DuckDBPyConnection:
-        """DuckDB that reads the run's files, local or through the run's fsspec filesystem."""
-        con = duckdb.connect()
+        """DuckDB that reads the run's files, local or through the run's fsspec filesystem, within `curate.sql.bound`."""
+        con = bound(duckdb.connect(), threads=2)   # memory capped: a large run's queries spill instead of growing
         filesystem, _ = fs.filesystem(self.root)
         if not fs.is_local(filesystem):
             con.register_filesystem(filesystem)
-        con.execute("SET threads TO 2")
         return con
 
     def sql(self, query: str, params: list | None = None) -> list[tuple]:

@@ -38,9 +38,10 @@ def language_mix(run: RunView) -> dict | None:
         if "lang" not in run.columns_of(files[0]):
             return None
         sampled |= not sample.complete
-        ledger = [(s, f) for s in quality + mixing for f in shard_files(run, ("ledger", s), sample)]
-        gone = " UNION ALL ".join(f"SELECT id, '{'downsampled' if s in mixing else 'removed'}' AS grp "
-                                  f"FROM read_parquet({files_sql([f])})" for s, f in ledger) or "SELECT NULL AS id, NULL AS grp WHERE false"
+        gone = " UNION ALL ".join(f"SELECT id, '{grp}' AS grp FROM read_parquet({files_sql(group)}, union_by_name=true)" for grp, steps in
+                                  (("removed", quality), ("downsampled", mixing))
+                                  if (group := [f for s in steps for f in shard_files(run, ("ledger", s), sample)])
+                                  ) or "SELECT NULL AS id, NULL AS grp WHERE false"   # one scan per group, not per file
         rows = run.sql(f"""
             SELECT coalesce(s.lang, 'unknown'), coalesce(g.grp, 'kept'), count(*)
             FROM read_parquet({files_sql(files)}) s LEFT JOIN ({gone}) g USING (id) GROUP BY ALL""")

@@ -7,9 +7,8 @@ from html import escape
 
 
 from curate.io import fs
-from curate.io.parquet import read_table
 from curate.report import page, svg
-from curate.report.context import RunView
+from curate.report.context import RunView, files_sql
 from curate.report.section import Section
 from curate.report.svg import Series
 from curate.stages.substring_dedup_facets import text_counts
@@ -17,14 +16,18 @@ from curate.stages.substring_dedup_facets import text_counts
 TOP = 15
 
 
-def _top(run: RunView, step: str) -> list[dict]:
+def _top(run: RunView, step: str, top: int = TOP) -> list[dict]:
+    """The `top` most copied spans over every source's repeats files: a top-k in DuckDB per source (memory bounded
+    by the connection's limit, whatever the run's size), then merged."""
     rows = []
     for source in run.sources:
-        for path in sorted(fs.glob(run.dir.path(step, "repeats", source, "*.parquet"))):
-            with fs.open_input(path) as handle:
-                rows += [{**r, "source": source} for r in read_table(handle).to_pylist()]
+        if files := sorted(fs.glob(run.dir.path(step, "repeats", source, "*.parquet"))):
+            cursor = run.con.execute(f"SELECT * FROM read_parquet({files_sql(files)}) "
+                                     f"ORDER BY copies DESC, words DESC, id, start LIMIT {int(top)}")
+            names = [c[0] for c in cursor.description]
+            rows += [{**dict(zip(names, r)), "source": source} for r in cursor.fetchall()]
     rows.sort(key=lambda r: (-r["copies"], -r["words"], r["source"], r["id"], r["start"]))
-    return rows[:TOP]
+    return rows[:top]
 
 
 def gather(run: RunView) -> list[dict]:

@@ -26,6 +26,7 @@ from curate.rundir.layout import RunDir
 from curate.rundir.records import TokenizerRecord
 from curate.run_folders import BY_STEP, SOURCED, TABLES
 from curate.sql import connect as sql_connect
+from curate.sql import memory_mb
 from curate.sql import quote, read_parquet
 
 
@@ -39,7 +40,7 @@ def connect(root: str) -> duckdb.DuckDBPyConnection:
     run = RunDir(root.rstrip("/") if "://" in root else os.path.abspath(root))
     if not fs.exists(run.pipeline_file):
         raise CurateError(f"{root}: not a run directory (no pipeline.yaml); run `curate run PIPELINE --output {root}` first")
-    con = sql_connect(threads=None, readable=(run.root,))  # reads the run's files and nothing else
+    con = sql_connect(threads=None, readable=(run.root,), memory=memory_mb())  # the run's files only; bounded memory
     for view in TABLES:
         parts = _by_step(con, run, view) if view in BY_STEP else _scans(con, run, view, view in SOURCED)
         if parts:

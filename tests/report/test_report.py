@@ -17,9 +17,11 @@ import pytest
 
 from curate.report import classify, dedup, dualuse, examples, funnel, languages, mixture, removals, signals, timing, write_report
 from curate.report.binning import make_bins
+from curate.report.build import gather, render
 from curate.report.context import open_run
 from curate.report.sampling import spread
 from curate.report.thresholds import parse, split_and
+from curate.sql import MEMORY_ENV
 from curate.tokens.megatron import read_megatron
 from curate.why import command, story
 
@@ -367,6 +369,16 @@ def test_an_fsspec_run_reads_the_same(zrun, report, tmp_path):
     stamp = re.compile(r"report \d{4}-\d\d-\d\d \d\d:\d\d UTC")
     local = stamp.sub("", report.read_text()).replace(str(zrun), "RUN")
     assert stamp.sub("", remote).replace("memory://rep", "RUN") == local
+
+
+def test_the_report_is_the_same_within_a_small_duckdb_memory_limit(zrun, report, tmp_path, monkeypatch):
+    """Every section's queries complete (spilling where they must) with DuckDB held to 48 MB (a fifth of the default), and say the same."""
+    monkeypatch.setenv(MEMORY_ENV, "48")
+    view = open_run(str(zrun))
+    assert view.sql("SELECT current_setting('memory_limit')")[0][0] == "45.7 MiB"
+    html = render(view, gather(view))   # not write_report's path alone: a section that fails must fail here
+    stamp = re.compile(r"report \d{4}-\d\d-\d\d \d\d:\d\d UTC")
+    assert stamp.sub("", html) == stamp.sub("", report.read_text())
 
 
 def test_cli_helpers(zrun, tmp_path, capsys):
