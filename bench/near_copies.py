@@ -22,11 +22,14 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import zstandard
 
+from curate.dedup.exact import jaccard, shingle_hashes
+from curate.dedup.shingles import Shingling
 from curate.sample import make_sample
 from curate.sample import text as T
 
 BAND = (0.75, 0.93)     # char 25-gram Jaccard of a copy with its original
 COPY_SHARE = 0.25       # of the documents: planted near-copies
+CHAR25 = Shingling()    # zyda2's shingles: the Jaccard that sound dedup checks
 WORDS = T.NOUNS + T.ADJECTIVES + T.VERBS
 
 
@@ -47,14 +50,15 @@ def edit(rng: random.Random, text: str, rate: float) -> str:
     return " ".join(out)
 
 
-def near_copy(rng: random.Random, text: str) -> str | None:
-    """An edited copy with its Jaccard in `BAND` (the edit rate searched from light to heavy), None if none found."""
+def near_copy(rng: random.Random, text: str) -> tuple[str, float] | None:
+    """An edited copy and its Jaccard, in `BAND` (the edit rate searched from light to heavy), None if none found."""
     target = rng.uniform(*BAND)
+    original = shingle_hashes(text, CHAR25)
     for rate in (0.004, 0.008, 0.012, 0.018, 0.025, 0.035, 0.05, 0.07, 0.1):
         copy = edit(rng, text, rate)
-        j = T.jaccard_char25(text, copy)
+        j = jaccard(original, shingle_hashes(copy, CHAR25))
         if j <= target:
-            return copy if j >= BAND[0] else None
+            return (copy, j) if j >= BAND[0] else None
     return None
 
 
@@ -115,12 +119,12 @@ def make_near_threshold(dest: Path, docs: int = 32_000, seed: int = 0) -> dict:
     while made < docs * COPY_SHARE:
         original = rng.choice(pool)
         for _ in range(rng.randint(1, 3)):
-            copy = near_copy(rng, original)
-            if copy is None:
+            found = near_copy(rng, original)
+            if found is None:
                 continue
             source = rng.choice(sorted(sources))
-            copies[source].append(_with(sources[source][1][0], source, copy, made))
-            jaccards.append(T.jaccard_char25(original, copy))
+            copies[source].append(_with(sources[source][1][0], source, found[0], made))
+            jaccards.append(found[1])
             made += 1
     for source, rows in copies.items():
         files = sources[source][0]

@@ -134,18 +134,26 @@ def hash_sets(data, offsets, nulls, word, n, whole):
 
 
 @njit(cache=True, nogil=True)
-def _intersection(a, a0, a1, b, b0, b1):
-    """|a[a0:a1] & b[b0:b1]| of two sorted unique runs: each run cut to the other's range of values (two binary
-    searches each), then one merge: at most (a1 - a0) + (b1 - b0) steps, fewer when the ranges barely overlap."""
+def overlap(a, a0, a1, b, b0, b1):
+    """The bound on a pair's work: runs a[a0:a1] and b[b0:b1] (sorted, unique) cut to the values both ranges span
+    (two binary searches each). Every common value stays inside; a pair whose ranges meet only at their ends
+    merges a handful of values, not |a| + |b|."""
     if a1 == a0 or b1 == b0:
-        return 0
+        return a0, a0, b0, b0
     a0 += np.searchsorted(a[a0:a1], b[b0])
     a1 = a0 + np.searchsorted(a[a0:a1], b[b1 - 1], side="right")
     if a1 == a0:
-        return 0
+        return a0, a0, b0, b0
     b0 += np.searchsorted(b[b0:b1], a[a0])
     b1 = b0 + np.searchsorted(b[b0:b1], a[a1 - 1], side="right")
-    i, j, inter = a0, b0, 0
+    return a0, a1, b0, b1
+
+
+@njit(cache=True, nogil=True)
+def _intersection(a, a0, a1, b, b0, b1):
+    """|a[a0:a1] & b[b0:b1]|: one merge of the overlapping parts, at most (a1 - a0) + (b1 - b0) steps, no allocation."""
+    i, a1, j, b1 = overlap(a, a0, a1, b, b0, b1)
+    inter = 0
     while i < a1 and j < b1:
         x, y = a[i], b[j]
         if x == y:
