@@ -94,8 +94,8 @@ def test_adversarial_hash_sets():
 def test_the_work_bound_keeps_every_common_value():
     rng = random.Random(5)
     for _ in range(300):
-        a = np.array(sorted(set(rng.randrange(1000) for _ in range(rng.randint(0, 80)))), np.uint64)
-        b = np.array(sorted(set(rng.randrange(1000) for _ in range(rng.randint(0, 80)))), np.uint64)
+        a = np.array(sorted({rng.randrange(1000) for _ in range(rng.randint(0, 80))}), np.uint64)
+        b = np.array(sorted({rng.randrange(1000) for _ in range(rng.randint(0, 80))}), np.uint64)
         a0, a1, b0, b1 = overlap(a, 0, len(a), b, 0, len(b))
         common = set(a.tolist()) & set(b.tolist())
         assert set(a[a0:a1].tolist()) >= common and set(b[b0:b1].tolist()) >= common
@@ -119,3 +119,18 @@ def test_decisions_at_the_threshold(inter, union):
     want = _python_jaccard(set(a), set(b))
     assert got == want == inter / union
     assert (got >= THRESHOLD) == (inter / union >= THRESHOLD)
+
+
+def test_sorted_unique_on_adversarial_hashes():
+    """The bucket sort: all equal, all in one bucket (past 32 values: np.sort finishes it), descending, random, one value."""
+    from curate.dedup.exact_kernel import _sorted_unique
+
+    rng = np.random.default_rng(2)
+    top = np.uint64(TOP)
+    cases = [np.full(500, 7, np.uint64), top - np.arange(300, dtype=np.uint64), np.arange(300, dtype=np.uint64)[::-1].copy(),
+             rng.integers(0, TOP, 5000, dtype=np.uint64, endpoint=True), np.array([TOP], np.uint64),
+             np.r_[rng.integers(0, 1 << 20, 200).astype(np.uint64), rng.integers(0, 1 << 20, 200).astype(np.uint64)]]
+    for h in cases:
+        out = np.zeros(len(h) + 3, np.uint64)
+        end = _sorted_unique(h, len(h), out, 3, np.empty((1 << 16) + 1, np.int64), np.empty(len(h), np.uint64))
+        assert np.array_equal(out[3:end], np.unique(h))
