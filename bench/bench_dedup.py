@@ -14,6 +14,11 @@
     python bench/bench_dedup.py --docs 32000 --whole-only      # fixed cost, vs rensa and datasketch
     python bench/bench_dedup.py [--docs 4000] [--skip-datatrove]
     python bench/bench_dedup.py --docs 20000 --modes
+    python bench/bench_dedup.py --docs 32000 --whole-only --near-threshold   # many pairs near the threshold
+
+`--near-threshold`: the corpus of `near_copies.py` (a quarter of the documents planted near-copies whose Jaccard
+with their original is close to the threshold), where sound dedup's exact check has the most to do; the whole
+table then also says the exact phases' task seconds, their share of the dedup stage and their documents/s.
 """
 
 from __future__ import annotations
@@ -32,6 +37,7 @@ import statistics
 import duckdb
 
 from curate.sample import make_sample
+from near_copies import make_near_threshold
 from eval_dedup import cross_source_removed, datasketch_clusters, lsh_groups  # same baseline as the quality evaluation
 
 PRIORITY = ["fwe", "dclm", "zyda", "dolma_cc"]
@@ -97,7 +103,16 @@ def run_whole(tmp: Path, sample: Path, mode: list[str], tag: str) -> dict:
     docs = sum(r["in"] for r in summary if r["stage"] == "minhash")
     removed = duckdb.sql(f"SELECT count(*) FROM read_parquet('{out}/ledger/dedup/*/*.parquet')").fetchall()[0][0]
     return {"seconds": seconds, "stages": sum(stages.values()), "fixed": seconds - sum(stages.values()), "docs": docs,
-            "removed": removed, "per_stage": stages}
+            "removed": removed, "per_stage": stages, **exact_phases(out)}
+
+
+def exact_phases(out: Path) -> dict:
+    """Sound mode's exact check: task seconds of the exact-a and exact-b phases (from their markers) and the pairs
+    checked (exact-b's `in`)."""
+    markers = {phase: [json.loads(p.read_text()) for p in (out / "_state" / "dedup" / phase).rglob("*.json")]
+               for phase in ("exact-a", "exact-b")}
+    return {"exact_s": sum(m.get("seconds", 0.0) for ms in markers.values() for m in ms),
+            "exact_pairs": sum(m.get("in", 0) for m in markers["exact-b"])}
 
 
 def rensa_clusters(docs, n=25, num_perm=128, seed=10, bands=8):
@@ -138,6 +153,9 @@ def whole_table(tmp: Path, sample: Path, repeat: int) -> None:
         print(f"{mode:22} {med['seconds']:9.2f} {med['stages']:8.2f} {med['fixed']:8.2f} {rs[0]['removed']:8d} "
               f"{peers['rensa']['seconds'] / med['seconds']:8.1f}x {peers['datasketch']['seconds'] / med['seconds']:12.1f}x")
         print(f"{'':22} stages: " + ", ".join(f"{s} {statistics.median(r['per_stage'][s] for r in rs):.2f}s" for s in rs[0]["per_stage"]))
+        exact, dedup = statistics.median(r["exact_s"] for r in rs), statistics.median(r["per_stage"]["dedup"] for r in rs)
+        print(f"{'':22} exact check: {rs[0]['exact_pairs']} pairs, {exact:.2f} task s ({exact / dedup:.0%} of dedup), "
+              f"{rs[0]['exact_pairs'] / max(exact, 1e-9):,.0f} pairs/s")
     for name, p in peers.items():
         print(f"{name:22} {p['seconds']:9.2f} {'':8} {'':8} {p['removed']:8d}   (documents already in memory)")
 
@@ -207,12 +225,16 @@ def main() -> None:
     parser.add_argument("--modes", action="store_true", help="only the cost of the dedup modes")
     parser.add_argument("--whole-only", action="store_true", help="only the whole-process table (fixed cost, rensa, datasketch)")
     parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--near-threshold", action="store_true", help="the corpus of near_copies.py: many pairs near the threshold")
     args = parser.parse_args()
     rows = []
     with tempfile.TemporaryDirectory() as t:
         tmp = Path(t)
         sample = tmp / "sample"
-        make_sample(sample, docs=args.docs, seed=0)
+        if args.near_threshold:
+            print("near-threshold corpus:", make_near_threshold(sample, docs=args.docs, seed=0))
+        else:
+            make_sample(sample, docs=args.docs, seed=0)
         if args.modes:
             return mode_costs(tmp, sample)
         whole_table(tmp, sample, args.repeat)

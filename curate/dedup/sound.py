@@ -24,7 +24,7 @@ import numpy as np
 import pyarrow as pa
 
 from curate.dedup import nodes
-from curate.dedup.exact import jaccard, shingle_hashes
+from curate.dedup.exact_kernel import jaccard_pairs, shingle_sets
 from curate.dedup.graph import GraphDir, by_shard, write_decisions
 from curate.dedup.layout import read_columns, read_tables, tag_of, write_columns
 from curate.dedup.settle import CHECK, REMOVED, Settled, finish, settle_members
@@ -150,9 +150,21 @@ def finalize(g: GraphDir, s: Sound, p: int) -> dict:
     return {"in": len(node), "removed": int(gone.sum()), "exact_removed": int((gone & check).sum()), "sure": int((st.fate == REMOVED).sum())}
 
 
-def _hashes(shingling: Shingling, texts: pa.Array, rows: np.ndarray) -> dict[int, np.ndarray]:
-    wanted = np.unique(rows)
-    return {int(r): shingle_hashes(t or "", shingling) for r, t in zip(wanted, texts.take(pa.array(wanted)).to_pylist())}
+def _sets(s: Sound, texts: pa.Array, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The shingle hash sets of the given rows of a docs shard, each document hashed once however many pairs it is in:
+    (values, offsets) of a list array and, per entry of `rows`, its set's index."""
+    wanted, at = np.unique(rows, return_inverse=True)
+    values, offsets = shingle_sets(texts.take(pa.array(wanted)), shingling_of(s))
+    return values, offsets, at
+
+
+def _lists(values: np.ndarray, offsets: np.ndarray, at: np.ndarray) -> pa.ListArray:
+    """The sets `at` (indexes into the list array (values, offsets)) as a new list array, gathered without a loop."""
+    lengths = offsets[at + 1] - offsets[at]
+    out = np.zeros(len(at) + 1, np.int64)
+    np.cumsum(lengths, out=out[1:])
+    take = np.repeat(offsets[at] - out[:-1], lengths) + np.arange(out[-1])
+    return pa.ListArray.from_arrays(pa.array(out.astype(np.int32)), pa.array(values[take], pa.uint64()))
 
 
 def shingling_of(s: Sound) -> Shingling:
@@ -162,10 +174,10 @@ def shingling_of(s: Sound) -> Shingling:
 def exact_a(g: GraphDir, s: Sound, tag: str, texts: pa.Array) -> dict:
     """Per shard of representatives: attach each queued pair's representative shingle hashes, send to the member's shard."""
     c = read_columns(g.path("sound", "exact", f"s={tag}", "*.parquet"), ["node", "rep", "label"], {"node": U64, "rep": U64, "label": U64})
-    sets = _hashes(shingling_of(s), texts, nodes.row_of(c["rep"]))
-    for key, part in by_shard(c["node"], **c):
-        hashes = [sets[int(r)] for r in nodes.row_of(part["rep"])]
-        table = pa.table({**{k: pa.array(v) for k, v in part.items()}, "rep_hashes": pa.array(hashes, pa.list_(pa.uint64()))})
+    values, offsets, at = _sets(s, texts, nodes.row_of(c["rep"]))
+    for key, part in by_shard(c["node"], at=at, **c):
+        hashes = _lists(values, offsets, part.pop("at"))
+        table = pa.table({**{k: pa.array(v) for k, v in part.items()}, "rep_hashes": hashes})
         write_table(g.path("sound", "exact-b", f"s={tag_of(key)}", f"from-{tag}.parquet"), table, compression="lz4")
     return {"in": len(c["node"])}
 
@@ -176,11 +188,11 @@ def exact_b(g: GraphDir, s: Sound, tag: str, texts: pa.Array) -> dict:
     if t is None:
         return {"in": 0}
     node, label = t.column("node").to_numpy(), t.column("label").to_numpy()
-    sets = _hashes(shingling_of(s), texts, nodes.row_of(node))
-    reps = t.column("rep_hashes").combine_chunks()   # slices of one uint64 buffer, not a Python int per shingle
-    flat, at = reps.values.to_numpy(), reps.offsets.to_numpy()
-    sim = np.array([jaccard(sets[int(r)], flat[at[i]:at[i + 1]]) for i, r in enumerate(nodes.row_of(node))], np.float64)
+    values, offsets, at = _sets(s, texts, nodes.row_of(node))
+    reps = t.column("rep_hashes").combine_chunks()   # one uint64 buffer and its offsets, not a Python int per shingle
+    rep_values = reps.values.to_numpy()
+    rep_offsets = reps.offsets.to_numpy().astype(np.int64)
+    sim = jaccard_pairs(values, offsets, at.astype(np.int64), rep_values, rep_offsets, np.arange(len(node), dtype=np.int64))
     for q, part in split(partition_of(label, g.partitions), g.partitions, node=node, rep=t.column("rep").to_numpy(), jaccard=sim):
         write_columns(g.path("sound", "exact-done", f"p={q:05d}", f"from-{tag}.parquet"), **part)
     return {"in": len(node), "passed": int((sim >= s.threshold).sum())}
-

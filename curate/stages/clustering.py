@@ -22,7 +22,7 @@ from curate.io.parquet import ParquetSink, read_table
 from curate.rundir.edits import apply_edits, read_spans
 from curate.dedup.layout import shard_numbers, shard_tag
 from curate.rundir import DedupRecord, IngestRecord, RunDir
-from curate.stages.facets import Facets
+from curate.stages.facets import Facets, Kernel
 from curate.stages.phase import Phase, PhaseRunner, Task
 from curate.stages.shard import Output, ShardRef, ShardStage, removals
 
@@ -33,6 +33,8 @@ CLUSTERS = pa.schema([("id", pa.string()), ("source", pa.string()), ("cluster", 
 """`rep_*`: the member's representative (the kept document a removed one duplicates, or that a kept one was compared
 with); `similarity` to it and `method` (null where not measured: unverified mode); `length` in characters (null:
 unknown); `represents`: 1 + the documents removed in this one's favour (0 for a removed one), for rehydration."""
+EXACT = Kernel("the exact-Jaccard kernels", "curate.dedup.exact_kernel:warm",
+               ("curate.dedup.exact_kernel:hash_sets", "curate.dedup.exact_kernel:jaccard_pairs"))
 
 
 @dataclass(frozen=True)
@@ -69,9 +71,9 @@ def _column(run: RunDir, name: str, fn, job: ShardJob) -> dict:
     return fn(job.tag, table.column(name).combine_chunks())
 
 
-def _phase(name: str, tasks: list[Task], fn) -> Phase:
+def _phase(name: str, tasks: list[Task], fn, kernels: tuple[Kernel, ...] = ()) -> Phase:
     """A graph phase: each task reads and writes only its own files, so an inline run may run several at once."""
-    return Phase(name, tasks, fn, concurrent=True)
+    return Phase(name, tasks, fn, concurrent=True, kernels=kernels)
 
 
 def cluster(c: Clustering, run: RunDir, jobs: list[ShardJob], run_phase: PhaseRunner) -> None:
@@ -108,7 +110,7 @@ def _settle(c: Clustering, run: RunDir, shards: list[Task], parts: list[Task], f
     run_phase(_phase("gather", _queued(g, shards, "sound", "route"), partial(_gather, run, g, s, c.by_id)))
     run_phase(_phase("settle", parts, partial(sound.settle, g, s, c.policy, c.by_id)))
     for name, kind, fn in (("exact-a", "exact", sound.exact_a), ("exact-b", "exact-b", sound.exact_b)):
-        run_phase(_phase(name, _queued(g, shards, "sound", kind), partial(_column, run, "text", partial(fn, g, s))))
+        run_phase(_phase(name, _queued(g, shards, "sound", kind), partial(_column, run, "text", partial(fn, g, s)), (EXACT,)))
     run_phase(_phase("finalize", parts, partial(sound.finalize, g, s)))
 
 
