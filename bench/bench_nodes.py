@@ -9,10 +9,11 @@ before the next run. Each S3 run directory is downloaded and compared byte for b
 with an `--inline` run of the same corpus on local disk.
 
 Per node: tasks run and their seconds (from the task markers, which name the node), and the CPU seconds
-and bytes read/written of its worker processes (from /proc, sampled every 0.5 s; bytes through read/write
-calls, S3 sockets and Ray's own traffic included).
+of its worker processes (/proc) and the bytes they read from and wrote to S3 (their connections to the S3
+server, by `ss`), sampled every 0.5 s.
 
     python bench/bench_nodes.py --docs 100000 --kill dedup tokenize
+    python bench/bench_nodes.py --docs 100000 --no-whole --kill dedup+tokenize   # one run, two nodes lost
     python bench/bench_nodes.py --docs 2000 --kill tokenize        # a quick look
 
 Results go to bench/nodes.json and a Markdown table on stdout.
@@ -40,18 +41,20 @@ BUCKET = "curate-nodes"
 ZYDA2 = ROOT / "pipelines" / "zyda2.yaml"
 
 
-def curate_run(output: str, sample: str, address: str | None, kill_at: str | None = None, on_kill=None) -> dict:
-    """`curate run zyda2` in a subprocess; calls `on_kill()` once a stderr line starts with `[<kill_at>`."""
+def curate_run(output: str, sample: str, address: str | None, kill_at: list[str] = (), on_kill=None) -> dict:
+    """`curate run zyda2` in a subprocess; calls `on_kill()` once a stderr line starts with `[<step>` for each
+    step of `kill_at` (a different node each time)."""
     where = ["--address", address] if address else ["--inline"]
     cmd = ["nice", sys.executable, "-m", "curate", "run", str(ZYDA2), "--output", output, *where]
     env = {**os.environ, "CURATE_SAMPLE": sample, "PYTHONPATH": str(ROOT)}
     started = time.monotonic()
     proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=env, cwd=ROOT)
-    lines, killed = [], None
+    lines, killed, todo = [], [], list(kill_at)
     for line in proc.stderr:
         lines.append(line)
-        if kill_at and killed is None and line.startswith(f"[{kill_at}"):
-            killed = {"line": line.strip(), "after_s": round(time.monotonic() - started, 1), "node": on_kill()}
+        if todo and line.startswith(f"[{todo[0]}"):
+            todo.pop(0)
+            killed.append({"line": line.strip(), "after_s": round(time.monotonic() - started, 1), "node": on_kill()})
     proc.wait()
     return {"rc": proc.returncode, "wall_s": round(time.monotonic() - started, 1), "killed": killed,
             "stderr_tail": "".join(lines[-15:]), "left": [ln.strip() for ln in lines if "left the Ray cluster" in ln]}
@@ -84,7 +87,9 @@ def download(uri: str, local: str) -> None:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--docs", type=int, default=100_000)
-    parser.add_argument("--kill", nargs="*", default=["dedup", "tokenize"], help="steps to lose a node in")
+    parser.add_argument("--kill", nargs="*", default=["dedup", "tokenize"],
+                        help="a run per argument, losing a node as each step starts; `dedup+tokenize`: one run losing two")
+    parser.add_argument("--no-whole", action="store_true", help="leave out the run that loses no node")
     parser.add_argument("--nodes", type=int, default=4)
     parser.add_argument("--corpora", default="/tmp/curate-corpora")
     parser.add_argument("--work", default=None, help="where the local runs go (default: a temp dir)")
@@ -116,20 +121,20 @@ def main(argv: list[str] | None = None) -> int:
         fs.upload_tree(str(local_sample), sample, last="_SUCCESS")
         results["upload_s"] = round(time.monotonic() - t, 1)
         cluster = LoopbackCluster(args.nodes, object_store_mb=200)
-        for step in [None, *args.kill]:
+        for step in ([] if args.no_whole else [None]) + args.kill:
             while len(cluster.nodes()) < args.nodes:   # a node killed by the run before is replaced
                 cluster.add()
-            name = f"kill-{step}" if step else "whole"
+            name = f"kill-{step.replace('+', '-')}" if step else "whole"
             out = f"s3://{BUCKET}/runs/{name}"
             ids = {cluster.node_id(n): raylet_pid(n) for n in cluster.nodes()}
-            victim = cluster.workers[0]
 
-            def kill(victim=victim):
+            def kill():
+                victim = cluster.workers[0]
                 cluster.kill(victim)
                 return cluster.node_id(victim)
 
-            with NodeMeter(ids) as meter:
-                run = curate_run(out, sample, cluster.address, step, kill)
+            with NodeMeter(ids, s3.port) as meter:
+                run = curate_run(out, sample, cluster.address, step.split("+") if step else [], kill)
             local = str(work / name)
             download(out, local)
             differ = compare(inline_dir, local) if run["rc"] == 0 else ["(the run failed)"]
@@ -155,15 +160,15 @@ def main(argv: list[str] | None = None) -> int:
 def table(results: dict) -> str:
     rows = [f"{results['docs']:,} documents, {results['nodes']} nodes; inline run {results['inline_wall_s']} s, "
             f"upload of the sample {results.get('upload_s')} s", "",
-            "| run | wall s | = inline | node lost | node | role | tasks | task s | CPU s | read MB | written MB |",
+            "| run | wall s | = inline | node lost | node | role | tasks | task s | CPU s | S3 read MB | S3 written MB |",
             "|---|---:|---|---|---|---|---:|---:|---:|---:|---:|"]
     for r in results["runs"]:
-        lost = f"{r['killed']['node']} at {r['killed']['after_s']} s" if r["killed"] else "-"
+        lost = ", ".join(f"{k['node']} at {k['after_s']} s" for k in r["killed"]) or "-"
         for i, (node, v) in enumerate(sorted(r["nodes"].items(), key=lambda kv: kv[1]["role"] != "head")):
             head = (r["run"], r["wall_s"], "yes" if r["identical_to_inline"] else "NO", lost) if i == 0 else ("", "", "", "")
-            mark = " (killed)" if r["killed"] and node == r["killed"]["node"] else ""
+            mark = " (killed)" if any(node == k["node"] for k in r["killed"]) else ""
             rows.append(f"| {' | '.join(map(str, head))} | {node}{mark} | {v['role']} | {v['tasks']} | {v['task_s']} | "
-                        f"{v['cpu_s']} | {v['read_mb']} | {v['written_mb']} |")
+                        f"{v['cpu_s']} | {v['s3_read_mb']} | {v['s3_written_mb']} |")
     return "\n".join(rows)
 
 

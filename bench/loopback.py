@@ -162,61 +162,88 @@ def _children() -> dict[int, list[int]]:
     return out
 
 
-def _usage(pid: int) -> tuple[float, int, int] | None:
-    """(CPU seconds, bytes read, bytes written) of a process so far: utime+stime, rchar and wchar."""
+def _cpu(pid: int) -> float | None:
+    """CPU seconds (user + system) a process used so far."""
     try:
         with open(f"/proc/{pid}/stat") as handle:
             fields = handle.read().rsplit(")", 1)[1].split()
-        with open(f"/proc/{pid}/io") as handle:
-            io = dict(line.split(": ") for line in handle.read().splitlines())
-    except (OSError, ValueError):
+    except (OSError, IndexError):
         return None
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK"), int(io["rchar"]), int(io["wchar"])
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def _s3_sockets(port: int) -> dict[tuple[int, str], tuple[int, int]]:
+    """(pid, local address) -> (bytes sent, bytes received) of every open TCP connection to 127.0.0.1:`port`,
+    as `ss` reports them (/proc/<pid>/io counts no socket traffic)."""
+    try:
+        text = subprocess.run(["ss", "-tinpH", "state", "established", f"( dport = :{port} )"], capture_output=True,
+                              text=True, timeout=10).stdout
+    except (OSError, subprocess.TimeoutExpired):
+        return {}
+    out, key = {}, None
+    for line in text.splitlines():
+        if not line.startswith(("\t", " ")) and "pid=" in line:
+            key = (int(line.split("pid=", 1)[1].split(",", 1)[0]), line.split()[2])
+        elif key is not None:
+            stats = dict(f.split(":", 1) for f in line.split() if f.startswith(("bytes_sent:", "bytes_received:")))
+            out[key] = (int(stats.get("bytes_sent", 0)), int(stats.get("bytes_received", 0)))
+            key = None
+    return out
 
 
 class NodeMeter:
-    """Samples, every `every` seconds, the processes below each node's raylet (its workers) and keeps each
-    process's last counters, so a worker that ended (or a node killed) still counts up to its last sample."""
+    """Samples, every `every` seconds, the processes below each node's raylet (its workers): their CPU
+    seconds, and the bytes of their connections to the S3 server on `s3_port` (sent: written to S3,
+    received: read from it). Each process's and connection's last sample is kept, so a worker that ended (or
+    a node killed) still counts up to its last sample; a connection opened and closed between two samples is
+    missed (s3fs keeps its connections open, so few are)."""
 
-    def __init__(self, nodes: dict[str, int], every: float = 0.5):
-        self.nodes, self.every = nodes, every   # node id -> its raylet's pid
-        self.last: dict[tuple[str, int], tuple[float, int, int]] = {}
-        self.base: dict[tuple[str, int], tuple[float, int, int]] = {}
+    def __init__(self, nodes: dict[str, int], s3_port: int, every: float = 0.5):
+        self.nodes, self.port, self.every = nodes, s3_port, every   # node id -> its raylet's pid
+        self.cpu: dict[tuple[str, int], float] = {}
+        self.base: dict[tuple[str, int], float] = {}
+        self.net: dict[tuple[str, int, str], tuple[int, int]] = {}
+        self.net_base: dict[tuple[str, int, str], tuple[int, int]] = {}
         self.done = threading.Event()
         self.thread = threading.Thread(target=self._loop, name="node-meter", daemon=True)
 
     def __enter__(self):
-        self._sample(self.base)   # what the workers that exist already had used before the run
+        self._sample(self.base, self.net_base)   # what the workers that exist already had used before the run
         self.thread.start()
         return self
 
     def __exit__(self, *exc):
         self.done.set()
         self.thread.join()
-        self._sample(self.last)
+        self._sample(self.cpu, self.net)
 
     def _loop(self) -> None:
         while not self.done.wait(self.every):
-            self._sample(self.last)
+            self._sample(self.cpu, self.net)
 
-    def _sample(self, into: dict) -> None:
-        children = _children()
+    def _sample(self, cpu: dict, net: dict) -> None:
+        children, owner = _children(), {}
         for node, raylet in self.nodes.items():
             todo = list(children.get(raylet, []))
             while todo:
                 pid = todo.pop()
                 todo += children.get(pid, [])
-                if (usage := _usage(pid)) is not None:
-                    into[(node, pid)] = usage
+                owner[pid] = node
+                if (used := _cpu(pid)) is not None:
+                    cpu[(node, pid)] = used
+        for (pid, local), counts in _s3_sockets(self.port).items():
+            if pid in owner:
+                net[(owner[pid], pid, local)] = counts
 
     def totals(self) -> dict[str, dict]:
-        """node id -> cpu_s, read_mb, written_mb used by its workers during the metered span."""
-        out = {node: {"cpu_s": 0.0, "read_mb": 0.0, "written_mb": 0.0} for node in self.nodes}
-        for (node, pid), (cpu, read, wrote) in self.last.items():
-            b = self.base.get((node, pid), (0.0, 0, 0))
-            out[node]["cpu_s"] += cpu - b[0]
-            out[node]["read_mb"] += (read - b[1]) / 1e6
-            out[node]["written_mb"] += (wrote - b[2]) / 1e6
+        """node id -> cpu_s, s3_read_mb, s3_written_mb of its workers during the metered span."""
+        out = {node: {"cpu_s": 0.0, "s3_read_mb": 0.0, "s3_written_mb": 0.0} for node in self.nodes}
+        for (node, pid), used in self.cpu.items():
+            out[node]["cpu_s"] += used - self.base.get((node, pid), 0.0)
+        for key, (sent, received) in self.net.items():
+            b = self.net_base.get(key, (0, 0))
+            out[key[0]]["s3_written_mb"] += (sent - b[0]) / 1e6
+            out[key[0]]["s3_read_mb"] += (received - b[1]) / 1e6
         return {n: {k: round(v, 1) for k, v in t.items()} for n, t in out.items()}
 
 
