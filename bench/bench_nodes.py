@@ -60,10 +60,10 @@ def curate_run(output: str, sample: str, address: str | None, kill_at: list[str]
             "stderr_tail": "".join(lines[-15:]), "left": [ln.strip() for ln in lines if "left the Ray cluster" in ln]}
 
 
-def per_node(run: str) -> dict[str, dict]:
-    """node id -> tasks and task seconds, from the markers of a downloaded run directory."""
+def per_node(run: str, stage: str = "") -> dict[str, dict]:
+    """node id -> tasks and task seconds, from the markers of a downloaded run directory (of one stage)."""
     out = collections.defaultdict(lambda: {"tasks": 0, "task_s": 0.0})
-    for path in Path(run, "_state").rglob("*.json"):
+    for path in Path(run, "_state", stage).rglob("*.json"):
         if path.name in ("stage.json", "record.json") or path.name.endswith(".key.json"):
             continue
         try:
