@@ -36,7 +36,7 @@ def zyda2(output: str, sample: str, *where: str) -> subprocess.Popen:
 
 
 @pytest.mark.slow  # four raylets on 2 cores
-def test_four_nodes_into_s3_lose_one_during_dedup_and_equal_inline(tmp_path, monkeypatch):
+def test_four_nodes_into_s3_lose_one_during_dedup_and_equal_inline(tmp_path):
     from curate.io import fs
     from curate.sample import make_sample
 
