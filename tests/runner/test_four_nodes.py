@@ -35,7 +35,7 @@ def zyda2(output: str, sample: str, *where: str) -> subprocess.Popen:
                             env={**os.environ, "CURATE_SAMPLE": sample, "PYTHONPATH": str(ROOT)})
 
 
-@pytest.mark.slow  # four raylets on 2 cores
+@pytest.mark.slow  # four raylets on 2 cores: 45 s on a quiet box
 def test_four_nodes_into_s3_lose_one_during_dedup_and_equal_inline(tmp_path):
     from curate.io import fs
     from curate.sample import make_sample
