@@ -34,7 +34,7 @@ import pyarrow as pa
 
 from curate.dedup import graph, nodes
 from curate.dedup.graph import GraphDir
-from curate.dedup.layout import PartitionedSink, partitions_for, shard_numbers, write_columns
+from curate.dedup.layout import PartitionedSink, partitions_for, shard_numbers
 from curate.dedup.shuffle import mix64
 from curate.dedup.signature_store import fixed_lists
 from curate.dedup.sound import Sound, settle
@@ -164,9 +164,10 @@ def write_giant(work: str, members: int, partitions: int, seed: int) -> tuple[Gr
         sig = np.broadcast_to(template, (n, NUM_PERM)).copy()
         change = rng.random((n, NUM_PERM)) < rng.uniform(0.0, 0.35, n)[:, None]
         sig[change] = rng.integers(0, 2**32, int(change.sum()), dtype=np.uint32)
+        hi = (nodes.priority_of(node).astype(np.uint64) << np.uint64(32)) | nodes.row_of(node).astype(np.uint64)
         p = int(graph.partition_of(np.array([label], np.uint64), partitions)[0])
         write_table(g.path("sound", "gathered", f"p={p:05d}", f"from-{i:05d}.parquet"),
-                    pa.table({"node": node, "label": np.full(n, label, np.uint64), "hi": (nodes.priority_of(node).astype(np.uint64) << np.uint64(32)) | nodes.row_of(node).astype(np.uint64),
+                    pa.table({"node": node, "label": np.full(n, label, np.uint64), "hi": hi,
                               "length": np.full(n, 1000, np.int64), "sig": fixed_lists(sig)}), compression="lz4")
     return g, p
 

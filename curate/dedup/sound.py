@@ -22,6 +22,8 @@ from dataclasses import dataclass
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
 
 from curate.dedup import nodes
 from curate.dedup.exact import jaccard, shingle_hashes
@@ -31,7 +33,8 @@ from curate.dedup.settle import CHECK, REMOVED, Settled, finish, settle_members
 from curate.dedup.shingles import Shingling
 from curate.dedup.shuffle import partition_of, split
 from curate.dedup.signature_store import fixed_lists, read_signatures, signature_matrix
-from curate.io.parquet import write_table
+from curate.io import fs
+from curate.io.parquet import read_table, write_table
 
 U64 = np.uint64
 REPRESENTATIVE, ESTIMATE, EXACT = 1, 2, 3   # indexes into graph.METHODS
@@ -88,22 +91,25 @@ STATE = ("rep", "sim", "fate", "solid", "solid_sim", "wait", "wait_sim", "wait_s
 def settle(g: GraphDir, s: Sound, policy: str, by_id: bool, p: int) -> dict:
     """Estimate one partition of components (`settle_members`); the result waits in `sound/state` for `finalize`,
     and the pairs that need the exact Jaccard go to their kept member's shard."""
-    t = read_tables(g.path("sound", "gathered", f"p={p:05d}", "*.parquet"))
-    if t is None:
+    paths = fs.glob(g.path("sound", "gathered", f"p={p:05d}", "*.parquet"))
+    if not paths:
         return {"in": 0, "checks": 0, "largest": []}
+    t = _without_signatures(paths)
     frozen = "frozen" in t.column_names
     # frozen documents first in their component (a tier above every source), then rank
     tier = (~t.column("frozen").to_numpy(zero_copy_only=False)).astype(np.int8) if frozen else np.zeros(t.num_rows, np.int8)
     if by_id:
-        t = t.append_column("prio", pa.array(nodes.priority_of(t.column("node").to_numpy()))).append_column("tier", pa.array(tier))
-        t = t.sort_by([("label", "ascending"), ("tier", "ascending"), ("prio", "ascending"), ("id", "ascending"), ("node", "ascending")])
+        keyed = t.append_column("prio", pa.array(nodes.priority_of(t.column("node").to_numpy()))).append_column("tier", pa.array(tier))
+        order = pc.sort_indices(keyed, sort_keys=[("label", "ascending"), ("tier", "ascending"), ("prio", "ascending"),
+                                                  ("id", "ascending"), ("node", "ascending")]).to_numpy()
     else:
-        t = t.take(pa.array(np.lexsort((t.column("node").to_numpy(), t.column("hi").to_numpy(), tier, t.column("label").to_numpy()))))
+        order = np.lexsort((t.column("node").to_numpy(), t.column("hi").to_numpy(), tier, t.column("label").to_numpy()))
+    t = t.take(pa.array(order))
     node, label, length = (t.column(k).to_numpy() for k in ("node", "label", "length"))
     comp = np.cumsum(np.r_[True, label[1:] != label[:-1]]) - 1
     fixed = t.column("frozen").to_numpy(zero_copy_only=False).astype(bool) if frozen else None
     priority = nodes.priority_of(node) if fixed is None else np.where(fixed, -1, nodes.priority_of(node))
-    st = settle_members(comp, priority, signature_matrix(t.column("sig")), policy, s.threshold, s.margin, s.rounds, fixed=fixed)
+    st = settle_members(comp, priority, _sorted_signatures(paths, order), policy, s.threshold, s.margin, s.rounds, fixed=fixed)
     write_columns(g.path("sound", "state", f"p={p:05d}.parquet"), node=node, label=label, length=length,
                   **{k: getattr(st, k) for k in STATE}, **({"frozen": fixed} if frozen else {}))
     check = st.fate == CHECK
@@ -114,6 +120,32 @@ def settle(g: GraphDir, s: Sound, policy: str, by_id: bool, p: int) -> dict:
     for key, part in by_shard(node[partner], node=node[members], rep=node[partner], label=label[members]):
         write_columns(g.path("sound", "exact", f"s={tag_of(key)}", f"from-{p:05d}.parquet"), **part)
     return {"in": len(node), "checks": len(members), "largest": sorted(np.bincount(comp).tolist(), reverse=True)[:LARGEST]}
+
+
+def _without_signatures(paths: list[str]) -> pa.Table:
+    """The gathered rows' other columns (the signatures, 512 bytes a member, are read once, in place: `_sorted_signatures`)."""
+    parts = []
+    for path in paths:
+        with fs.open_input(path) as handle:
+            f = pq.ParquetFile(handle)
+            parts.append(f.read(columns=[n for n in f.schema_arrow.names if n != "sig"]))
+    return pa.concat_tables(parts)
+
+
+def _sorted_signatures(paths: list[str], order: np.ndarray) -> np.ndarray:
+    """The signature matrix in `order` (of the rows of `paths` read in turn), filled file by file: one copy of a
+    partition's signatures in memory, never two (a giant cluster's 1M members: 512 MiB, not 1 GiB and more)."""
+    at = np.empty(len(order), np.int64)
+    at[order] = np.arange(len(order))
+    out, done = None, 0
+    for path in paths:
+        with fs.open_input(path) as handle:
+            m = signature_matrix(read_table(handle, columns=["sig"]).column("sig"))
+        if out is None:
+            out = np.empty((len(order), m.shape[1]), m.dtype)
+        out[at[done:done + len(m)]] = m
+        done += len(m)
+    return out
 
 
 def finalize(g: GraphDir, s: Sound, p: int) -> dict:
