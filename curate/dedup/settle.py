@@ -24,9 +24,9 @@ from dataclasses import dataclass
 import numpy as np
 
 KEPT, REMOVED, CHECK = 0, 1, 2
-CHUNK = 1 << 15     # pairs compared at once (bounds the temporary memory)
+CHUNK = 1 << 13     # pairs of signature rows compared at once: 8 MiB of rows at 128 slots
 MAX_KEPT = 32       # kept documents of a round that each member is compared with, at most
-CHUNK_PAIRS = 1 << 20   # (member, kept) pairs of one round handled at once: ~40 MiB of temporaries
+CHUNK_PAIRS = 1 << 18   # (member, kept) pairs of one round handled at once: ~10 MiB of temporaries
 
 
 @dataclass

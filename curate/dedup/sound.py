@@ -33,11 +33,13 @@ from curate.dedup.settle import CHECK, REMOVED, Settled, finish, settle_members
 from curate.dedup.shingles import Shingling
 from curate.dedup.shuffle import partition_of, split
 from curate.dedup.signature_store import fixed_lists, read_signatures, signature_matrix
+from curate.dedup.spill import DiskRows
 from curate.io import fs
 from curate.io.parquet import read_table, write_table
 
 U64 = np.uint64
 REPRESENTATIVE, ESTIMATE, EXACT = 1, 2, 3   # indexes into graph.METHODS
+SPILL_BYTES = 256 << 20                     # a partition's signatures over this settle from local disk
 LARGEST = 5                                  # largest component sizes each partition reports
 
 
@@ -88,9 +90,10 @@ def gather(g: GraphDir, s: Sound, signatures: str, tag: str, ids: pa.Array | Non
 STATE = ("rep", "sim", "fate", "solid", "solid_sim", "wait", "wait_sim", "wait_sure")
 
 
-def settle(g: GraphDir, s: Sound, policy: str, by_id: bool, p: int) -> dict:
+def settle(g: GraphDir, s: Sound, policy: str, by_id: bool, p: int, spill_bytes: int = SPILL_BYTES) -> dict:
     """Estimate one partition of components (`settle_members`); the result waits in `sound/state` for `finalize`,
-    and the pairs that need the exact Jaccard go to their kept member's shard."""
+    and the pairs that need the exact Jaccard go to their kept member's shard. Signatures over `spill_bytes` wait on
+    local disk (`curate.dedup.spill`): the same result in bounded memory."""
     paths = fs.glob(g.path("sound", "gathered", f"p={p:05d}", "*.parquet"))
     if not paths:
         return {"in": 0, "checks": 0, "largest": []}
@@ -109,7 +112,12 @@ def settle(g: GraphDir, s: Sound, policy: str, by_id: bool, p: int) -> dict:
     comp = np.cumsum(np.r_[True, label[1:] != label[:-1]]) - 1
     fixed = t.column("frozen").to_numpy(zero_copy_only=False).astype(bool) if frozen else None
     priority = nodes.priority_of(node) if fixed is None else np.where(fixed, -1, nodes.priority_of(node))
-    st = settle_members(comp, priority, _sorted_signatures(paths, order), policy, s.threshold, s.margin, s.rounds, fixed=fixed)
+    sig = _sorted_signatures(paths, order, spill_bytes)
+    try:
+        st = settle_members(comp, priority, sig, policy, s.threshold, s.margin, s.rounds, fixed=fixed)
+    finally:
+        if isinstance(sig, DiskRows):
+            sig.close()
     write_columns(g.path("sound", "state", f"p={p:05d}.parquet"), node=node, label=label, length=length,
                   **{k: getattr(st, k) for k in STATE}, **({"frozen": fixed} if frozen else {}))
     check = st.fate == CHECK
@@ -132,18 +140,23 @@ def _without_signatures(paths: list[str]) -> pa.Table:
     return pa.concat_tables(parts)
 
 
-def _sorted_signatures(paths: list[str], order: np.ndarray) -> np.ndarray:
+def _sorted_signatures(paths: list[str], order: np.ndarray, spill_bytes: int):
     """The signature matrix in `order` (of the rows of `paths` read in turn), filled file by file: one copy of a
-    partition's signatures in memory, never two (a giant cluster's 1M members: 512 MiB, not 1 GiB and more)."""
+    partition's signatures, never two; on local disk (`DiskRows`) when larger than `spill_bytes`, so that a giant
+    cluster's settling holds a chunk of rows at a time (1M members: 512 MiB of signatures)."""
     at = np.empty(len(order), np.int64)
     at[order] = np.arange(len(order))
-    out, done = None, 0
+    with fs.open_input(paths[0]) as handle:
+        width = pq.ParquetFile(handle).schema_arrow.field("sig").type.list_size
+    out = np.empty((len(order), width), np.uint32) if len(order) * width * 4 <= spill_bytes else DiskRows(len(order), width)
+    done = 0
     for path in paths:
         with fs.open_input(path) as handle:
             m = signature_matrix(read_table(handle, columns=["sig"]).column("sig"))
-        if out is None:
-            out = np.empty((len(order), m.shape[1]), m.dtype)
-        out[at[done:done + len(m)]] = m
+        if isinstance(out, DiskRows):
+            out.fill(at[done:done + len(m)], m)
+        else:
+            out[at[done:done + len(m)]] = m
         done += len(m)
     return out
 

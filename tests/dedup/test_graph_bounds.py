@@ -7,9 +7,11 @@ from dataclasses import fields
 import numpy as np
 import pyarrow as pa
 
-from curate.dedup import graph, nodes
+from curate.dedup import graph, nodes, sound
 from curate.dedup.graph import GraphDir
-from curate.dedup.layout import PartitionedSink
+from curate.dedup.layout import PartitionedSink, write_columns
+from curate.dedup.signature_store import fixed_lists
+from curate.io.parquet import read_table, write_table
 from curate.dedup.settle import Settled, settle_members
 
 MEMBERS = 50_000
@@ -36,8 +38,8 @@ def test_a_giant_cluster_settles_in_chunks_to_the_same_result():
 
 
 def test_a_giant_clusters_settling_stays_within_a_memory_cap():
-    """The (member, kept) pairs of a round are 37,500 x 32 here: a 63 MiB peak without chunks; 22 MiB in chunks of
-    16k pairs (mostly one `equal_fraction` chunk of signature rows; ~2 MiB of state)."""
+    """The (member, kept) pairs of a round are 37,500 x 32 here: a 63 MiB peak when they were made all at once
+    (before `chunk_pairs`); in chunks of 16k pairs, a few MiB of state and one chunk's temporaries."""
     comp, priority, sig = _giant()
     tracemalloc.start()
     try:
@@ -46,6 +48,39 @@ def test_a_giant_clusters_settling_stays_within_a_memory_cap():
     finally:
         tracemalloc.stop()
     assert peak < 32 * 2**20, peak
+
+
+def _gathered(g, members, seed=4):
+    """A partition's gathered rows: one giant cluster (label 0) and 200 pairs, in 3 files as 3 docs shards send them."""
+    comp, _, sig = _giant(members, seed)
+    node = np.concatenate([nodes.pack(q, 0, np.arange(q, members, 4) // 4) for q in range(4)])
+    label = np.where(np.arange(members) < members - 400, 0, node[(np.arange(members) // 2) * 2])
+    hi = (nodes.priority_of(node).astype(np.uint64) << np.uint64(32)) | nodes.row_of(node).astype(np.uint64)
+    for i, rows in enumerate(np.array_split(np.random.default_rng(seed).permutation(members), 3)):
+        write_columns(g.path("sound", "gathered", "p=00000", f"from-{i}.parquet"), node=node[rows], label=label[rows].astype(np.uint64),
+                      hi=hi[rows], length=np.full(len(rows), 100, np.int64))
+        t = read_table(g.path("sound", "gathered", "p=00000", f"from-{i}.parquet"))
+        write_table(g.path("sound", "gathered", "p=00000", f"from-{i}.parquet"), t.append_column("sig", fixed_lists(sig[rows])))
+
+
+def test_a_giant_clusters_signatures_settle_from_disk_to_the_same_state(tmp_path):
+    """Over `spill_bytes` the signatures wait on local disk: the settle phase's numpy memory stays below the size of
+    the signatures (it holds more than them when they are in memory), and its state file is the same."""
+    members = 100_000
+    peaks, states = {}, {}
+    for spill in (1 << 40, 0):
+        g = GraphDir(str(tmp_path / str(spill)), 1)
+        _gathered(g, members)
+        tracemalloc.start()
+        try:
+            out = sound.settle(g, sound.Sound(0.8, 0.1, 8, "", {}), "all", False, 0, spill_bytes=spill)
+            peaks[spill] = tracemalloc.get_traced_memory()[1]
+        finally:
+            tracemalloc.stop()
+        assert out["in"] == members and out["largest"][0] == members - 400
+        states[spill] = read_table(g.path("sound", "state", "p=00000.parquet"))
+    assert states[0].equals(states[1 << 40])
+    assert peaks[0] < members * 128 * 4 < peaks[1 << 40], peaks
 
 
 def _union_find(n, u, v):
