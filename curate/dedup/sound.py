@@ -35,11 +35,12 @@ from curate.dedup.shuffle import partition_of, split
 from curate.dedup.signature_store import fixed_lists, read_signatures, signature_matrix
 from curate.dedup.spill import DiskRows
 from curate.io import fs
-from curate.io.parquet import read_table, write_table
+from curate.io.parquet import write_table
 
 U64 = np.uint64
 REPRESENTATIVE, ESTIMATE, EXACT = 1, 2, 3   # indexes into graph.METHODS
 SPILL_BYTES = 256 << 20                     # a partition's signatures over this settle from local disk
+FILL_ROWS = 8192                            # signature rows read and placed at once (scattered: a page each)
 LARGEST = 5                                  # largest component sizes each partition reports
 
 
@@ -152,12 +153,13 @@ def _sorted_signatures(paths: list[str], order: np.ndarray, spill_bytes: int):
     done = 0
     for path in paths:
         with fs.open_input(path) as handle:
-            m = signature_matrix(read_table(handle, columns=["sig"]).column("sig"))
-        if isinstance(out, DiskRows):
-            out.fill(at[done:done + len(m)], m)
-        else:
-            out[at[done:done + len(m)]] = m
-        done += len(m)
+            for batch in pq.ParquetFile(handle).iter_batches(batch_size=FILL_ROWS, columns=["sig"]):
+                m = signature_matrix(batch.column(0))
+                if isinstance(out, DiskRows):
+                    out.fill(at[done:done + len(m)], m)
+                else:
+                    out[at[done:done + len(m)]] = m
+                done += len(m)
     return out
 
 

@@ -66,7 +66,7 @@ def _gathered(g, members, seed=4):
 def test_a_giant_clusters_signatures_settle_from_disk_to_the_same_state(tmp_path):
     """Over `spill_bytes` the signatures wait on local disk: the settle phase's numpy memory stays below the size of
     the signatures (it holds more than them when they are in memory), and its state file is the same."""
-    members = 100_000
+    members = 60_000
     peaks, states = {}, {}
     for spill in (1 << 40, 0):
         g = GraphDir(str(tmp_path / str(spill)), 1)
