@@ -24,8 +24,9 @@ from dataclasses import dataclass
 import numpy as np
 
 KEPT, REMOVED, CHECK = 0, 1, 2
-CHUNK = 1 << 15     # pairs compared at once (bounds the temporary memory)
+CHUNK = 1 << 13     # pairs of signature rows compared at once: 8 MiB of rows at 128 slots
 MAX_KEPT = 32       # kept documents of a round that each member is compared with, at most
+CHUNK_PAIRS = 1 << 18   # (member, kept) pairs of one round handled at once: ~10 MiB of temporaries
 
 
 @dataclass
@@ -60,8 +61,11 @@ def _best(score: np.ndarray, partner: np.ndarray, starts: np.ndarray, count: np.
 
 
 def settle_members(comp: np.ndarray, priority: np.ndarray, sig: np.ndarray, policy: str, threshold: float,
-                   margin: float, rounds: int, max_kept: int = MAX_KEPT, fixed: np.ndarray | None = None) -> Settled:
-    """`fixed`: members that are kept whenever a round reaches them, never compared (frozen documents, sorted first)."""
+                   margin: float, rounds: int, max_kept: int = MAX_KEPT, fixed: np.ndarray | None = None,
+                   chunk_pairs: int = CHUNK_PAIRS) -> Settled:
+    """`fixed`: members that are kept whenever a round reaches them, never compared (frozen documents, sorted first).
+    `chunk_pairs`: (member, kept) pairs compared at once: a giant cluster's temporaries stay within about
+    chunk_pairs x 40 bytes instead of growing with members x max_kept (the result is the same for any value)."""
     n = len(comp)
     s = Settled(np.arange(n), np.ones(n, np.float32), np.full(n, KEPT, np.int8), np.full(n, -1), np.full(n, -1.0, np.float32),
                 np.full(n, -1), np.full(n, -1.0, np.float32), np.zeros(n, bool))
@@ -83,29 +87,40 @@ def settle_members(comp: np.ndarray, priority: np.ndarray, sig: np.ndarray, poli
         cap = np.arange(len(k_idx)) - np.searchsorted(k_grp, k_grp) < max_kept
         k_idx, k_grp = k_idx[cap], k_grp[cap]
         r_idx, r_grp = idx[~keeps], grp[~keeps]
-        if not len(r_idx):
-            continue
-        count = np.bincount(k_grp, minlength=grp[-1] + 1)[r_grp]
-        starts = np.cumsum(count) - count
-        partner = k_idx[np.repeat(np.searchsorted(k_grp, r_grp) - starts, count) + np.arange(count.sum())]
-        est = equal_fraction(sig, np.repeat(r_idx, count), partner)
-        waiting_partner = s.fate[partner] == CHECK
-        best_s, part_s = _best(np.where(waiting_partner, np.float32(-1), est), partner, starts, count)
-        best_w, part_w = _best(np.where(waiting_partner, est, np.float32(-1)), partner, starts, count)
-        sure = best_s >= threshold + margin
-        close = ~sure & (best_s >= threshold - margin) & (best_s > s.solid_sim[r_idx])
-        lean = ~sure & (best_w >= threshold - margin) & (best_w > s.wait_sim[r_idx]) & ~s.wait_sure[r_idx]
-        s.solid[r_idx[close]], s.solid_sim[r_idx[close]] = part_s[close], best_s[close]
-        s.wait[r_idx[lean]], s.wait_sim[r_idx[lean]] = part_w[lean], best_w[lean]
-        s.wait_sure[r_idx[lean]] = best_w[lean] >= threshold + margin
-        s.fate[r_idx[close | lean]] = CHECK
-        s.fate[r_idx[sure]] = REMOVED
-        s.rep[r_idx[sure]], s.sim[r_idx[sure]] = part_s[sure], best_s[sure]
-        pending[r_idx[sure]] = False
-        plain = s.fate[r_idx] == KEPT                       # evidence of a member left for later: its best match
-        best, part = np.where(best_s >= best_w, best_s, best_w), np.where(best_s >= best_w, part_s, part_w)
-        s.rep[r_idx[plain]], s.sim[r_idx[plain]] = part[plain], best[plain]
+        kept_of = np.bincount(k_grp, minlength=grp[-1] + 1)
+        step = max(1, chunk_pairs // max(1, max_kept))
+        for lo in range(0, len(r_idx), step):   # members are compared independently: in chunks, the same result
+            _compare(s, sig, pending, r_idx[lo:lo + step], r_grp[lo:lo + step], k_idx, k_grp, kept_of, threshold, margin)
     return s
+
+
+def _compare(s: Settled, sig: np.ndarray, pending: np.ndarray, r_idx: np.ndarray, r_grp: np.ndarray, k_idx: np.ndarray,
+             k_grp: np.ndarray, kept_of: np.ndarray, threshold: float, margin: float) -> None:
+    """One round's comparisons of members `r_idx` (of components `r_grp`) with their component's kept members
+    (`k_idx` by `k_grp`; `kept_of`: how many per component). Reads only kept members' state, writes only
+    these members': any split of the members gives the same result."""
+    if not len(r_idx):
+        return
+    count = kept_of[r_grp]
+    starts = np.cumsum(count) - count
+    partner = k_idx[np.repeat(np.searchsorted(k_grp, r_grp) - starts, count) + np.arange(count.sum())]
+    est = equal_fraction(sig, np.repeat(r_idx, count), partner)
+    waiting_partner = s.fate[partner] == CHECK
+    best_s, part_s = _best(np.where(waiting_partner, np.float32(-1), est), partner, starts, count)
+    best_w, part_w = _best(np.where(waiting_partner, est, np.float32(-1)), partner, starts, count)
+    sure = best_s >= threshold + margin
+    close = ~sure & (best_s >= threshold - margin) & (best_s > s.solid_sim[r_idx])
+    lean = ~sure & (best_w >= threshold - margin) & (best_w > s.wait_sim[r_idx]) & ~s.wait_sure[r_idx]
+    s.solid[r_idx[close]], s.solid_sim[r_idx[close]] = part_s[close], best_s[close]
+    s.wait[r_idx[lean]], s.wait_sim[r_idx[lean]] = part_w[lean], best_w[lean]
+    s.wait_sure[r_idx[lean]] = best_w[lean] >= threshold + margin
+    s.fate[r_idx[close | lean]] = CHECK
+    s.fate[r_idx[sure]] = REMOVED
+    s.rep[r_idx[sure]], s.sim[r_idx[sure]] = part_s[sure], best_s[sure]
+    pending[r_idx[sure]] = False
+    plain = s.fate[r_idx] == KEPT                       # evidence of a member left for later: its best match
+    best, part = np.where(best_s >= best_w, best_s, best_w), np.where(best_s >= best_w, part_s, part_w)
+    s.rep[r_idx[plain]], s.sim[r_idx[plain]] = part[plain], best[plain]
 
 
 def finish(s: Settled, solid_passed: np.ndarray, wait_passed: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

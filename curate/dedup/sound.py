@@ -22,6 +22,8 @@ from dataclasses import dataclass
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
 
 from curate.dedup import nodes
 from curate.dedup.exact_kernel import jaccard_pairs, shingle_sets
@@ -31,10 +33,14 @@ from curate.dedup.settle import CHECK, REMOVED, Settled, finish, settle_members
 from curate.dedup.shingles import Shingling
 from curate.dedup.shuffle import partition_of, split
 from curate.dedup.signature_store import fixed_lists, read_signatures, signature_matrix
+from curate.dedup.spill import DiskRows
+from curate.io import fs
 from curate.io.parquet import write_table
 
 U64 = np.uint64
 REPRESENTATIVE, ESTIMATE, EXACT = 1, 2, 3   # indexes into graph.METHODS
+SPILL_BYTES = 256 << 20                     # a partition's signatures over this settle from local disk
+FILL_ROWS = 8192                            # signature rows read and placed at once (scattered: a page each)
 LARGEST = 5                                  # largest component sizes each partition reports
 
 
@@ -85,25 +91,34 @@ def gather(g: GraphDir, s: Sound, signatures: str, tag: str, ids: pa.Array | Non
 STATE = ("rep", "sim", "fate", "solid", "solid_sim", "wait", "wait_sim", "wait_sure")
 
 
-def settle(g: GraphDir, s: Sound, policy: str, by_id: bool, p: int) -> dict:
+def settle(g: GraphDir, s: Sound, policy: str, by_id: bool, p: int, spill_bytes: int = SPILL_BYTES) -> dict:
     """Estimate one partition of components (`settle_members`); the result waits in `sound/state` for `finalize`,
-    and the pairs that need the exact Jaccard go to their kept member's shard."""
-    t = read_tables(g.path("sound", "gathered", f"p={p:05d}", "*.parquet"))
-    if t is None:
+    and the pairs that need the exact Jaccard go to their kept member's shard. Signatures over `spill_bytes` wait on
+    local disk (`curate.dedup.spill`): the same result in bounded memory."""
+    paths = fs.glob(g.path("sound", "gathered", f"p={p:05d}", "*.parquet"))
+    if not paths:
         return {"in": 0, "checks": 0, "largest": []}
+    t = _without_signatures(paths)
     frozen = "frozen" in t.column_names
     # frozen documents first in their component (a tier above every source), then rank
     tier = (~t.column("frozen").to_numpy(zero_copy_only=False)).astype(np.int8) if frozen else np.zeros(t.num_rows, np.int8)
     if by_id:
-        t = t.append_column("prio", pa.array(nodes.priority_of(t.column("node").to_numpy()))).append_column("tier", pa.array(tier))
-        t = t.sort_by([("label", "ascending"), ("tier", "ascending"), ("prio", "ascending"), ("id", "ascending"), ("node", "ascending")])
+        keyed = t.append_column("prio", pa.array(nodes.priority_of(t.column("node").to_numpy()))).append_column("tier", pa.array(tier))
+        order = pc.sort_indices(keyed, sort_keys=[("label", "ascending"), ("tier", "ascending"), ("prio", "ascending"),
+                                                  ("id", "ascending"), ("node", "ascending")]).to_numpy()
     else:
-        t = t.take(pa.array(np.lexsort((t.column("node").to_numpy(), t.column("hi").to_numpy(), tier, t.column("label").to_numpy()))))
+        order = np.lexsort((t.column("node").to_numpy(), t.column("hi").to_numpy(), tier, t.column("label").to_numpy()))
+    t = t.take(pa.array(order))
     node, label, length = (t.column(k).to_numpy() for k in ("node", "label", "length"))
     comp = np.cumsum(np.r_[True, label[1:] != label[:-1]]) - 1
     fixed = t.column("frozen").to_numpy(zero_copy_only=False).astype(bool) if frozen else None
     priority = nodes.priority_of(node) if fixed is None else np.where(fixed, -1, nodes.priority_of(node))
-    st = settle_members(comp, priority, signature_matrix(t.column("sig")), policy, s.threshold, s.margin, s.rounds, fixed=fixed)
+    sig = _sorted_signatures(paths, order, spill_bytes)
+    try:
+        st = settle_members(comp, priority, sig, policy, s.threshold, s.margin, s.rounds, fixed=fixed)
+    finally:
+        if isinstance(sig, DiskRows):
+            sig.close()
     write_columns(g.path("sound", "state", f"p={p:05d}.parquet"), node=node, label=label, length=length,
                   **{k: getattr(st, k) for k in STATE}, **({"frozen": fixed} if frozen else {}))
     check = st.fate == CHECK
@@ -114,6 +129,38 @@ def settle(g: GraphDir, s: Sound, policy: str, by_id: bool, p: int) -> dict:
     for key, part in by_shard(node[partner], node=node[members], rep=node[partner], label=label[members]):
         write_columns(g.path("sound", "exact", f"s={tag_of(key)}", f"from-{p:05d}.parquet"), **part)
     return {"in": len(node), "checks": len(members), "largest": sorted(np.bincount(comp).tolist(), reverse=True)[:LARGEST]}
+
+
+def _without_signatures(paths: list[str]) -> pa.Table:
+    """The gathered rows' other columns (the signatures, 512 bytes a member, are read once, in place: `_sorted_signatures`)."""
+    parts = []
+    for path in paths:
+        with fs.open_input(path) as handle:
+            f = pq.ParquetFile(handle)
+            parts.append(f.read(columns=[n for n in f.schema_arrow.names if n != "sig"]))
+    return pa.concat_tables(parts)
+
+
+def _sorted_signatures(paths: list[str], order: np.ndarray, spill_bytes: int):
+    """The signature matrix in `order` (of the rows of `paths` read in turn), filled file by file: one copy of a
+    partition's signatures, never two; on local disk (`DiskRows`) when larger than `spill_bytes`, so that a giant
+    cluster's settling holds a chunk of rows at a time (1M members: 512 MiB of signatures)."""
+    at = np.empty(len(order), np.int64)
+    at[order] = np.arange(len(order))
+    with fs.open_input(paths[0]) as handle:
+        width = pq.ParquetFile(handle).schema_arrow.field("sig").type.list_size
+    out = np.empty((len(order), width), np.uint32) if len(order) * width * 4 <= spill_bytes else DiskRows(len(order), width)
+    done = 0
+    for path in paths:
+        with fs.open_input(path) as handle:
+            for batch in pq.ParquetFile(handle).iter_batches(batch_size=FILL_ROWS, columns=["sig"]):
+                m = signature_matrix(batch.column(0))
+                if isinstance(out, DiskRows):
+                    out.fill(at[done:done + len(m)], m)
+                else:
+                    out[at[done:done + len(m)]] = m
+                done += len(m)
+    return out
 
 
 def finalize(g: GraphDir, s: Sound, p: int) -> dict:
