@@ -57,6 +57,9 @@ class SubstringDedupStage(EditStage):
                                     "at most min_words, so that no document holding a kept copy is removed"),
         "partitions": Field((int,), default=None, nullable=True, min=1, max=4096,
                             doc="hash partitions of the global phases; default one per 100,000 documents"),
+        "task_rows": Field((int,), default=4_000_000, min=100, max=1_000_000_000,
+                           doc="the most fingerprint or window rows a partition task holds at once (40 bytes each); a "
+                               "larger partition (a span repeated in millions of documents) is read in chunks of this many"),
         "top": Field((int,), default=20, min=0, max=10_000, doc="repeated spans each docs shard lists in RUN/<step>/repeats/"),
     }
 
@@ -95,11 +98,11 @@ class SubstringDedupStage(EditStage):
         parts = self.options["partitions"] or min(4096, max(1, -(-docs // DOCS_PER_PARTITION)))
         by_partition_tasks = [Task(f"{p:05d}", f"partition {p}", p) for p in range(parts)]
         run_phase(Phase("fingerprint", tasks, partial(self.fingerprint_shard, parts), kernels=KERNELS, concurrent=True))
-        run_phase(Phase("shared", by_partition_tasks, partial(shared, self.root), concurrent=True))
+        run_phase(Phase("shared", by_partition_tasks, partial(shared, self.root, cap=self.options["task_rows"]), concurrent=True))
         wanted = queued(self.root, "shared")
         run_phase(Phase("windows", [t for t in tasks if self.tag(t.payload) in wanted], partial(self.window_shard, parts),
                         kernels=KERNELS, concurrent=True))
-        run_phase(Phase("match", by_partition_tasks, partial(match, self.root), concurrent=True))
+        run_phase(Phase("match", by_partition_tasks, partial(match, self.root, cap=self.options["task_rows"]), concurrent=True))
         super().execute(tasks, run_phase)
 
     def tag(self, shard: ShardRef) -> str:
