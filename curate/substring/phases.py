@@ -5,7 +5,7 @@
 2. shared (per hash partition): the fingerprints that occur more than once anywhere (in two documents or twice in
    one) go back to the shard of each occurrence: `shared/s=<tag>/p=<part>.parquet`. A document with none holds no
    repeated window and is never read again.
-3. windows (per docs shard with shared fingerprints): the 128-bit key of every `min_words`-word window that could
+3. windows (per docs shard with shared fingerprints): the 125-bit key of every `min_words`-word window that could
    hold one of them (the w starts before each), with the node, word and character offset, written by key
    partition: `win/p=<part>/<tag>.parquet`. This is the exact check: whole windows, not samples, are compared.
 4. match (per key partition): windows sharing a key, in priority order (node = source priority, shard, row; then
