@@ -30,6 +30,7 @@ from curate.io import fs
 from curate.io.parquet import write_table
 from curate.io.strings import string_spans
 from curate.rundir import IngestRecord
+from curate.rundir.edits import EDITS
 from curate.stages.edit import Edited, EditStage
 from curate.stages.substring_dedup_facets import KERNELS, SubstringFacets
 from curate.stages.phase import Phase, Task
@@ -37,10 +38,12 @@ from curate.stages.registry import stage
 from curate.stages.shard import ShardRef, removals
 from curate.substring import gram_and_window, kernels
 from curate.substring.phases import FP, REP, by_partition, match, queued, read_rows, shared
-from curate.substring.records import KIND, REPEATS, SCHEMA, KeptCopies, spans, top_runs
+from curate.substring.records import KIND, REPEATS, KeptCopies, spans, top_runs
 
 REASON = "substring_duplicate"
 DOCS_PER_PARTITION = 100_000
+SCHEMA = EDITS.append(pa.field("words", pa.int64())).append(pa.field("copies", pa.int64())) \
+    .append(pa.field("kept_source", pa.string())).append(pa.field("kept_id", pa.string())).append(pa.field("kept_start", pa.int64()))
 
 @stage("substring_dedup")
 class SubstringDedupStage(EditStage):

@@ -1,4 +1,4 @@
-"""What substring dedup writes per docs shard: its edits (with where each cut's kept copy is) and the most copied
+"""What substring dedup writes per docs shard: its edit spans (with where each cut's kept copy is) and the most copied
 repeated spans (`RUN/<step>/repeats/`), built from the arrays of the accounting phase."""
 
 from __future__ import annotations
@@ -11,12 +11,9 @@ import pyarrow as pa
 from curate.dedup import nodes
 from curate.io import fs
 from curate.io.parquet import read_table
-from curate.rundir.edits import EDITS
 
 KIND = "repeat"
 SNIPPET = 300   # characters of a repeated span kept in RUN/<step>/repeats/
-SCHEMA = EDITS.append(pa.field("words", pa.int64())).append(pa.field("copies", pa.int64())) \
-    .append(pa.field("kept_source", pa.string())).append(pa.field("kept_id", pa.string())).append(pa.field("kept_start", pa.int64()))
 SPANS = pa.schema([("row", pa.int64()), ("kind", pa.string()), ("start", pa.int64()), ("end", pa.int64()),
                    ("placeholder", pa.string()), ("words", pa.int64()), ("copies", pa.int64()),
                    ("kept_source", pa.string()), ("kept_id", pa.string()), ("kept_start", pa.int64())])
