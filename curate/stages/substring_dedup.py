@@ -16,7 +16,6 @@ copies) of each shard are listed in `RUN/<step>/repeats/` for the report and `cu
 
 from __future__ import annotations
 
-import heapq
 from functools import cached_property, partial
 
 import numpy as np
@@ -28,7 +27,7 @@ from curate.errors import ConfigError
 from curate.dedup import nodes
 from curate.dedup.layout import shard_numbers, shard_tag
 from curate.io import fs
-from curate.io.parquet import read_table, write_table
+from curate.io.parquet import write_table
 from curate.io.strings import string_spans
 from curate.rundir import IngestRecord
 from curate.rundir.edits import EDITS
@@ -39,15 +38,12 @@ from curate.stages.registry import stage
 from curate.stages.shard import ShardRef, removals
 from curate.substring import gram_and_window, kernels
 from curate.substring.phases import FP, REP, by_partition, match, queued, read_rows, shared
+from curate.substring.records import KIND, REPEATS, KeptCopies, spans, top_runs
 
 REASON = "substring_duplicate"
-KIND = "repeat"
 DOCS_PER_PARTITION = 100_000
 SCHEMA = EDITS.append(pa.field("words", pa.int64())).append(pa.field("copies", pa.int64())) \
     .append(pa.field("kept_source", pa.string())).append(pa.field("kept_id", pa.string())).append(pa.field("kept_start", pa.int64()))
-REPEATS = pa.schema([("id", pa.string()), ("start", pa.int64()), ("end", pa.int64()), ("words", pa.int64()),
-                     ("copies", pa.int64()), ("text", pa.string())])
-SNIPPET = 300   # characters of a repeated span kept in RUN/<step>/repeats/
 
 @stage("substring_dedup")
 class SubstringDedupStage(EditStage):
@@ -64,6 +60,9 @@ class SubstringDedupStage(EditStage):
                                     "at most min_words, so that no document holding a kept copy is removed"),
         "partitions": Field((int,), default=None, nullable=True, min=1, max=4096,
                             doc="hash partitions of the global phases; default one per 100,000 documents"),
+        "task_rows": Field((int,), default=4_000_000, min=100, max=1_000_000_000,
+                           doc="the most fingerprint or window rows a partition task holds at once (40 bytes each); a "
+                               "larger partition (a span repeated in millions of documents) is read in chunks of this many"),
         "top": Field((int,), default=20, min=0, max=10_000, doc="repeated spans each docs shard lists in RUN/<step>/repeats/"),
     }
 
@@ -102,11 +101,11 @@ class SubstringDedupStage(EditStage):
         parts = self.options["partitions"] or min(4096, max(1, -(-docs // DOCS_PER_PARTITION)))
         by_partition_tasks = [Task(f"{p:05d}", f"partition {p}", p) for p in range(parts)]
         run_phase(Phase("fingerprint", tasks, partial(self.fingerprint_shard, parts), kernels=KERNELS, concurrent=True))
-        run_phase(Phase("shared", by_partition_tasks, partial(shared, self.root), concurrent=True))
+        run_phase(Phase("shared", by_partition_tasks, partial(shared, self.root, cap=self.options["task_rows"]), concurrent=True))
         wanted = queued(self.root, "shared")
         run_phase(Phase("windows", [t for t in tasks if self.tag(t.payload) in wanted], partial(self.window_shard, parts),
                         kernels=KERNELS, concurrent=True))
-        run_phase(Phase("match", by_partition_tasks, partial(match, self.root), concurrent=True))
+        run_phase(Phase("match", by_partition_tasks, partial(match, self.root, cap=self.options["task_rows"]), concurrent=True))
         super().execute(tasks, run_phase)
 
     def tag(self, shard: ShardRef) -> str:
@@ -162,7 +161,7 @@ class SubstringDedupStage(EditStage):
 
     # ---- the accounting phase: repeated windows -> cuts ---------------------------------------------
     def setup(self) -> None:
-        self._ids: dict[tuple[int, int], pa.Array] = {}
+        self._kept = KeptCopies(self.numbers, self.run.docs)
 
     def process_shard(self, batches, shard: ShardRef):
         self._rep = read_rows(self.root, "rep", self.tag(shard), REP)
@@ -188,7 +187,7 @@ class SubstringDedupStage(EditStage):
         rows = batch.column("_row").to_numpy()
         sel = np.flatnonzero(np.isin(self._rep_rows, rows))
         if not len(sel):
-            return self._spans([])
+            return spans([])
         at = np.searchsorted(rows, self._rep_rows[sel])
         docs, win_doc = np.unique(at, return_inverse=True)
         sub = texts.take(pa.array(docs))
@@ -196,7 +195,9 @@ class SubstringDedupStage(EditStage):
         offsets, cstart, _, _, _, nchars = kernels.words(data, starts, ends)
         c_doc, w0, w1, c0, c1, cover = kernels.cuts(offsets, cstart, nchars, win_doc.astype(np.int64), rep["pos"][sel],
                                                     rep["first"][sel], length)
-        self._note_top(batch, sub, docs, win_doc, sel, offsets, cstart, nchars)
+        kept = rep["first"][sel]
+        self._top += top_runs(self.options["top"], length, batch.column("id").combine_chunks(), sub, docs, win_doc[kept],
+                              rep["pos"][sel][kept], rep["copies"][sel][kept], offsets, cstart, nchars)
         n_words = np.diff(offsets)
         cut = np.bincount(c_doc, weights=w1 - w0, minlength=len(docs)).astype(np.int64)
         gone = (cut > 0) & (n_words - cut < self.options["min_words_left"])
@@ -205,7 +206,7 @@ class SubstringDedupStage(EditStage):
         kept_source, kept_id = self._kept(rep["kept_node"][win])
         self._counts["chars_cut"] = int((c1 - c0)[keep].sum())
         self._counts["chars_removed"] = int(nchars[gone].sum())
-        found = self._spans([docs[c_doc][keep], c0[keep], c1[keep], (w1 - w0)[keep], rep["copies"][win][keep],
+        found = spans([docs[c_doc][keep], c0[keep], c1[keep], (w1 - w0)[keep], rep["copies"][win][keep],
                              kept_source.filter(pa.array(keep)), kept_id.filter(pa.array(keep)), rep["kept_char"][win][keep]])
         if not gone.any():
             return found
@@ -216,60 +217,3 @@ class SubstringDedupStage(EditStage):
                    f"kept in {kept_source[first[g]].as_py()} {kept_id[first[g]].as_py()} at character {rep['kept_char'][win[first[g]]]:,}); "
                    f"{n_words[g] - cut[g]:,} left, fewer than min_words_left {self.options['min_words_left']}" for g in gone_docs]
         return Edited(found, removals(ids.take(pa.array(docs[gone_docs])), REASON, pa.array(details, pa.string())))
-
-    def _spans(self, cols: list) -> pa.Table:
-        if not cols:
-            return SCHEMA_SPANS.empty_table()
-        n = len(cols[0])
-        return pa.table({"row": pa.array(cols[0], pa.int64()), "kind": pa.array([KIND] * n, pa.string()),
-                         "start": pa.array(cols[1], pa.int64()), "end": pa.array(cols[2], pa.int64()),
-                         "placeholder": pa.array([""] * n, pa.string()), "words": pa.array(cols[3], pa.int64()),
-                         "copies": pa.array(cols[4], pa.int64()), "kept_source": cols[5], "kept_id": cols[6],
-                         "kept_start": pa.array(cols[7], pa.int64())}, schema=SCHEMA_SPANS)
-
-    def _kept(self, kept_node: np.ndarray) -> tuple[pa.Array, pa.Array]:
-        """The source and id of each kept copy's document (ids read from its docs shard, once per task)."""
-        names = {v: k for k, v in self.numbers.items()}
-        keys = nodes.shard_key(kept_node)
-        sources = np.empty(len(kept_node), object)
-        ids = np.empty(len(kept_node), object)
-        for key in np.unique(keys):
-            at = keys == key
-            priority, index = int(key) >> int(nodes.SHARD_BITS), int(key) & int(nodes.SHARD_MASK)
-            source, shard = names[(priority, index)]
-            if (priority, index) not in self._ids:
-                with fs.open_input(self.run.docs(source, shard)) as handle:
-                    self._ids[(priority, index)] = read_table(handle, columns=["id"]).column("id").combine_chunks()
-            sources[at] = source
-            ids[at] = np.asarray(self._ids[(priority, index)].take(pa.array(nodes.row_of(kept_node[at]))).to_pylist(), object)
-        return pa.array(sources.tolist(), pa.string()), pa.array(ids.tolist(), pa.string())
-
-    def _note_top(self, batch, sub, docs, win_doc, sel, offsets, cstart, nchars) -> None:
-        """The kept copies in this batch, as runs of overlapping first windows, the most copied ones noted for
-        RUN/<step>/repeats/ (a snippet of each)."""
-        if not self.options["top"]:
-            return
-        rep, length = self._rep, self.options["min_words"]
-        first = rep["first"][sel]
-        d, pos, copies = win_doc[first], rep["pos"][sel][first], rep["copies"][sel][first]
-        if not len(d):
-            return
-        brk = np.ones(len(d), bool)
-        brk[1:] = (d[1:] != d[:-1]) | (pos[1:] >= pos[:-1] + length)
-        heads = np.flatnonzero(brk)
-        ends = np.r_[heads[1:], len(d)] - 1
-        most = np.maximum.reduceat(copies, heads)
-        best = heapq.nlargest(self.options["top"], range(len(heads)), key=lambda i: (most[i], pos[ends[i]] - pos[heads[i]]))
-        ids = batch.column("id").combine_chunks()
-        for i in best:
-            doc, w0, w1 = d[heads[i]], pos[heads[i]], pos[ends[i]] + length
-            c0 = cstart[offsets[doc] + w0]
-            c1 = cstart[offsets[doc] + w1] if w1 < offsets[doc + 1] - offsets[doc] else nchars[doc]
-            text = sub[int(doc)].as_py()
-            self._top.append({"id": ids[int(docs[doc])].as_py(), "start": int(c0), "end": int(c1), "words": int(w1 - w0),
-                              "copies": int(most[i]), "text": text[c0:min(c1, c0 + SNIPPET)]})
-
-
-SCHEMA_SPANS = pa.schema([("row", pa.int64()), ("kind", pa.string()), ("start", pa.int64()), ("end", pa.int64()),
-                          ("placeholder", pa.string()), ("words", pa.int64()), ("copies", pa.int64()),
-                          ("kept_source", pa.string()), ("kept_id", pa.string()), ("kept_start", pa.int64())])

@@ -5,8 +5,9 @@ Self-contained on purpose (numba's cache does not track edits in other modules).
 A word is a maximal run of characters that are not whitespace (Python's `str.split()`: `\\s` of `re`, Unicode
 whitespace included), so a cut always starts and ends on a word, never inside a UTF-8 character. Offsets are code
 points into the text, as edits record them. Word hashes are FNV-1a over the word's bytes, finished by splitmix64;
-two independent ones (`a`, `b`) give each window a 128-bit key. A window of `n` words is hashed as a polynomial of
-its word hashes modulo 2^64 (rolling: O(1) per step).
+two independent ones (`a`, `b`) give each window a key of 125 bits: a polynomial of its word hashes modulo 2^64 (`a`)
+and one modulo the prime 2^61 - 1 (`b`), both rolling (O(1) per step). Modulo 2^64 alone, a Thue-Morse sequence of two
+words and its complement collide for every odd base once they are 512-1024 words long; modulo a prime they do not.
 """
 
 from __future__ import annotations
@@ -19,6 +20,8 @@ _FNV_B = np.uint64(0x84222325CBF29CE4)
 _PRIME = np.uint64(0x100000001B3)
 BASE_A = np.uint64(0x9E3779B97F4A7C15)
 BASE_B = np.uint64(0xC2B2AE3D27D4EB4F)
+P61 = np.uint64((1 << 61) - 1)
+BASE_61 = np.uint64(0xC2B2AE3D27D4EB4F % ((1 << 61) - 1))
 
 
 @nb.njit(cache=True, nogil=True)
@@ -26,6 +29,22 @@ def _mix(z):
     z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
     z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
     return z ^ (z >> np.uint64(31))
+
+
+@nb.njit(cache=True, nogil=True)
+def _mod61(x):
+    """x modulo 2^61 - 1, for any 64-bit x."""
+    x = (x & P61) + (x >> np.uint64(61))
+    return x - P61 if x >= P61 else x
+
+
+@nb.njit(cache=True, nogil=True)
+def _mul61(a, b):
+    """a * b modulo 2^61 - 1, for a, b < 2^61 (in 31- and 30-bit halves: no product passes 2^64)."""
+    au, ad = a >> np.uint64(31), a & np.uint64(0x7FFFFFFF)
+    bu, bd = b >> np.uint64(31), b & np.uint64(0x7FFFFFFF)
+    mid = ad * bu + au * bd
+    return _mod61(au * bu * np.uint64(2) + (mid >> np.uint64(30)) + ((mid & np.uint64(0x3FFFFFFF)) << np.uint64(31)) + ad * bd)
 
 
 @nb.njit(cache=True, nogil=True)
@@ -160,7 +179,7 @@ def fingerprints(offsets, ha, k, w):
 
 @nb.njit(cache=True, nogil=True)
 def windows(offsets, ha, hb, want_doc, want_pos, length, w):
-    """The 128-bit key (a, b) of the `length`-word window starting at each word `p - w + 1 .. p` of each wanted
+    """The key (a, b) of the `length`-word window starting at each word `p - w + 1 .. p` of each wanted
     (text, word p) (a shared fingerprint: every repeated window holds one), each start once. `want_*` sorted by
     text then word. Returns (text, word, key a, key b)."""
     n_want = len(want_doc)
@@ -170,7 +189,9 @@ def windows(offsets, ha, hb, want_doc, want_pos, length, w):
     out_a = np.empty(cap, np.uint64)
     out_b = np.empty(cap, np.uint64)
     top_a = _power(BASE_A, length - 1)
-    top_b = _power(BASE_B, length - 1)
+    top_b = np.uint64(1)
+    for _ in range(length - 1):
+        top_b = _mul61(top_b, BASE_61)
     q = 0
     t = 0
     while t < n_want:
@@ -189,12 +210,13 @@ def windows(offsets, ha, hb, want_doc, want_pos, length, w):
             for s in range(s0, s1 + 1):
                 if at == s - 1:
                     ha_ = (ha_ - ha[lo + s - 1] * top_a) * BASE_A + ha[lo + s + length - 1]
-                    hb_ = (hb_ - hb[lo + s - 1] * top_b) * BASE_B + hb[lo + s + length - 1]
+                    hb_ = _mod61(hb_ + P61 - _mul61(_mod61(hb[lo + s - 1]), top_b))
+                    hb_ = _mod61(_mul61(hb_, BASE_61) + _mod61(hb[lo + s + length - 1]))
                 else:
                     ha_, hb_ = np.uint64(0), np.uint64(0)
                     for j in range(length):
                         ha_ = ha_ * BASE_A + ha[lo + s + j]
-                        hb_ = hb_ * BASE_B + hb[lo + s + j]
+                        hb_ = _mod61(_mul61(hb_, BASE_61) + _mod61(hb[lo + s + j]))
                 at = s
                 out_doc[q], out_pos[q], out_a[q], out_b[q] = d, s, _mix(ha_), _mix(hb_)
                 q += 1

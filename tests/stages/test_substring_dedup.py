@@ -1,6 +1,7 @@
 """The substring_dedup stage: which copy is kept, what each cut records, the ledger, bounded work, the pipeline."""
 
 import json
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -91,6 +92,34 @@ def test_a_span_repeated_thousands_of_times_costs_work_in_proportion_to_the_text
     assert e["start"] == len("spam " * 12) and e["end"] == len(docs["web"][-1])
     markers = [json.loads(p.read_text()) for p in Path(done.run.path("_state", "substring_dedup", "windows")).rglob("*.json")]
     assert sum(m["windows"] for m in markers) <= 2 * (3000 * 18 + 20000), "windows are hashed once per start, not per pair of copies"
+
+
+def test_a_hot_partition_is_read_in_chunks_of_task_rows_with_the_same_result(run_stage, tmp_path):
+    spam = "buy cheap pills online now best price guaranteed fast shipping today only"
+    docs = {"fwe": [f"intro {i} {STORY}" for i in range(20)],
+            "web": [f"page {i} says {spam} and {i}" if i % 5 else f"{STORY} then {spam} {i}" for i in range(3000)]}
+    results, held = [], {}
+    for cap in (None, 500):
+        for folder in ("run", "in"):
+            shutil.rmtree(tmp_path / folder, ignore_errors=True)
+        options = {"min_words": 12, "min_words_left": 0, "partitions": 2} | ({"task_rows": cap} if cap else {})
+        done = run_stage("substring_dedup", options, docs=docs, shard_rows=700)
+        results.append((done.table("edits", "substring_dedup").to_pylist(), done.ledger().to_pylist(),
+                        done.table("substring_dedup", "repeats").to_pylist(),
+                        [{k: v for k, v in c.items() if k != "seconds"} for c in done.counts]))
+        for phase in ("shared", "match"):
+            ms = [json.loads(p.read_text()) for p in Path(done.run.path("_state", "substring_dedup", phase)).rglob("*.json")]
+            held[(cap, phase)] = (max(m["rows_held"] for m in ms), max(m["chunks"] for m in ms),
+                                 sum(m["keys"] for m in ms) / sum(m.get("fingerprints", m.get("windows")) for m in ms))
+    assert results[0] == results[1], "chunks change nothing but what a task holds"
+    got = {(e["source"], e["id"]) for e in results[1][0]}
+    assert len(got) == 19 + 2999 and ("web", "web-1") not in got, \
+        "every later copy is cut (web-1 holds the first copies of the windows around its spam, so the spam stays)"
+    for phase in ("shared", "match"):
+        most, chunks, keys = held[(500, phase)]
+        assert most <= 500 and chunks >= 3, (phase, held)
+        assert held[(None, phase)][0] > 1500 and held[(None, phase)][1] == 1, "uncapped, the hot partition is one chunk"
+        assert keys < 0.6, "besides a chunk, a task holds one row per distinct key, not one per copy"
 
 
 def test_min_words_left_above_min_words_is_one_line(tmp_path, capsys):

@@ -128,3 +128,24 @@ def test_real_pages_agree_with_the_suffix_array(run_stage):
     expect = expected_cuts(pages, list(range(len(pages))), 50)
     assert expect, "the pages hold repeated boilerplate"
     assert {d: cut_words(pages[d], spans[f"cc-{d}"]) for d in range(len(pages)) if f"cc-{d}" in spans} == expect
+
+
+def thue_morse(n: int) -> list[int]:
+    return [bin(i).count("1") % 2 for i in range(n)]
+
+
+def test_thue_morse_windows_that_differ_get_different_keys():
+    """A polynomial hash modulo 2^64 gives a Thue-Morse sequence of two words and its complement the same value for
+    every odd base once they are 1024 words long; the second half of the key is modulo a prime, so they differ."""
+    length = 1024
+    docs = [" ".join(("red", "blue")[t] for t in thue_morse(length)), " ".join(("blue", "red")[t] for t in thue_morse(length))]
+    data, starts, ends, _ = string_spans(pa.array(docs), "test")
+    offsets, _, _, ha, hb, _ = kernels.words(data, starts, ends)
+    _, _, a, b = kernels.windows(offsets, ha, hb, np.array([0, 1]), np.array([length - 1, length - 1]), length, length)
+    assert len(a) == 2 and (a[0], b[0]) != (a[1], b[1])
+    docs[1] = docs[0]
+    data, starts, ends, _ = string_spans(pa.array(docs), "test")
+    offsets, _, _, ha, hb, _ = kernels.words(data, starts, ends)
+    _, _, a, b = kernels.windows(offsets, ha, hb, np.array([0, 1]), np.array([length - 1, length - 1]), length, length)
+    assert (a[0], b[0]) == (a[1], b[1])
+
