@@ -63,23 +63,26 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--docs", type=int, default=4000)
     parser.add_argument("--fraction", type=float, default=0.10)
+    parser.add_argument("--keep", type=Path, help="work in this folder and keep it (sample, run, fresh); a sample already there is reused")
     args = parser.parse_args()
-    with tempfile.TemporaryDirectory() as tmp:
+    with tempfile.TemporaryDirectory() as scratch_dir:
+        tmp = args.keep or Path(scratch_dir)
         sample, out = Path(tmp) / "sample", Path(tmp) / "run"
-        make_sample(sample, docs=args.docs, seed=0)
+        if not (sample / "fwe").exists():
+            make_sample(sample, docs=args.docs, seed=0)
         scratch, _, scratch_steps = run(sample, out)
         noop, _, _ = run(sample, out)
         added = append_dump(sample, args.fraction)
         appended, lines, append_steps = run(sample, out)
-        fresh, _, _ = run(sample, Path(tmp) / "fresh")
+        fresh, _, fresh_steps = run(sample, Path(tmp) / "fresh")
         differ = compare(str(Path(tmp) / "fresh"), str(out))
         print(f"corpus: {args.docs:,} documents (sample); appended {added:,} (half planted duplicates)")
         print("| run | wall s | share of from scratch |\n|---|---|---|")
         for name, t in (("from scratch", scratch), ("no-op re-run", noop), ("append", appended), ("fresh run on the union", fresh)):
             print(f"| {name} | {t:.1f} | {t / scratch:.0%} |")
-        print("\n| step | from scratch s | append s |\n|---|---|---|")
+        print("\n| step | from scratch s | append s | fresh on union s |\n|---|---|---|---|")
         for step, t in scratch_steps.items():
-            print(f"| {step} | {t:.1f} | {append_steps.get(step, 0.0):.1f} |")
+            print(f"| {step} | {t:.1f} | {append_steps.get(step, 0.0):.1f} | {fresh_steps.get(step, 0.0):.1f} |")
         print("\nreuse lines of the append run:")
         print("\n".join(f"    {line.strip()}" for line in lines))
         print(f"\nappended run vs fresh run: {'identical' if not differ else f'{len(differ)} files differ: {differ[:5]}'}")

@@ -96,8 +96,9 @@ def compare(run: RunDir, stage: Stage, upstream: dict[str, str], tasks, inputs: 
     out = Settlement(stage, parts, fps, recorded, changed, sorted(s for s in before if s not in fps))
     if inputs is not None and stage.PER_SHARD and not stage.GLOBAL:
         for source in changed:
-            own = {name: h for name, h in parts[source].items() if name != "upstream"}
-            digests = {t.shard: inputs.digest(stage, source, t.shard) for t in tasks if t.source == source and t.shard}
+            own = {name: h for name, h in parts[source].items() if name != "upstream" and name not in stage.SHARD_PARTS}
+            digests = stage.shard_identities(tasks, source) or \
+                {t.shard: inputs.digest(stage, source, t.shard) for t in tasks if t.source == source and t.shard}
             out.inputs.update({(source, shard): d for shard, d in digests.items()})
             out.shards[source] = {shard: fingerprint({**own, "inputs": d}) for shard, d in digests.items()}
     return out

@@ -145,6 +145,7 @@ def _run_locked(pipeline, run, stages, first, until, inline, address, workers, p
                 described = record_pipeline(run, pipeline)
             settle(run, settlement)
             done[stage.name] = settlement.fingerprints
+            stage.holds = not settlement.any and bool((run.read_json(run.stage_file(stage.name)) or {}).get("complete"))
             stage.execute(tasks, runner.for_stage(stage.name, upstream, settlement.inputs))
             if stage.keyed_tables():
                 run.publish_tables(stage.name, stage.keyed_tables())

@@ -51,6 +51,7 @@ class Stage(ABC):
                                            # one recomputes nothing, so they stay out of its fingerprint
     PER_SHARD = False   # its results for a docs shard depend only on that shard's inputs (what the steps before it left
                         # of the shard) and its options: a source that changed keeps the results of its unchanged shards
+    SHARD_PARTS: tuple[str, ...] = ()   # parts of its per-source fingerprint that `shard_identities` keys per shard
     VIEW = ""   # it writes a table keyed by id under its own name, RUN/<step>/<source>/, shown in `curate query` as
                 # a view named after the step and in this view over every step of the kind ("signals", "scores");
                 # earlier versions wrote that table to RUN/<VIEW>/, removed by the runner (runner/stale.py)
@@ -61,6 +62,8 @@ class Stage(ABC):
                  upstream: dict[str, str]):
         self.name, self.options, self.pipeline, self.run = name, options, pipeline, run
         self.previous, self.upstream = previous, upstream
+        self.holds = False   # set by the runner before `execute`: every result of its last, finished run still holds,
+                             # so no task runs (a no-op re-run skips what only a run with work needs: a tokenizer's load)
 
     @classmethod
     def validate_options(cls, options: dict, sources: dict, file: str, key: str) -> None:
@@ -150,6 +153,11 @@ class Stage(ABC):
         """The files this stage wrote for one docs shard: what a later step reads of that shard, hashed into the later
         step's per-shard key (`PER_SHARD`); a missing one counts as absent."""
         return [fs.join(folder, f"{shard}.parquet") for folder in self.source_outputs(source)]
+
+    def shard_identities(self, tasks: list[Task], source: str) -> dict[str, str] | None:
+        """A PER_SHARD stage that reads no earlier step (ingest): per docs shard of `source`, what its results there
+        follow from, in place of the parts named in `SHARD_PARTS` (None: what it reads of each shard, `ShardInputs`)."""
+        return None
 
     def shard_reads(self, source: str, shard: str) -> list[str]:
         """Files of one docs shard it reads beyond the live documents and the files of the steps it needs (tokenize:

@@ -127,9 +127,13 @@ class DedupStage(ClusterStage):
         """Per source: the share removed and the largest clusters (published for summary.json and the report);
         a warning line for each alarm, or an error with `on_alarm: error`."""
         o = self.options
-        found = alarms.check(self.name, self.run.markers(self.name), alarms.cluster_sizes(self.run.path(self.name, "clusters")),
-                             o["max_removed_share"], o["max_cluster"], self.pipeline.priority, self.run.root)
-        self.run.publish(self.name, DedupRecord(**found, frozen=self.frozen_summary()))
+        record = self.run.find_record(self.name, DedupRecord) if self.holds else None
+        if record is None:   # (a no-op re-run reads the record it published, not every cluster file again)
+            found = alarms.check(self.name, self.run.markers(self.name), alarms.cluster_sizes(self.run.path(self.name, "clusters")),
+                                 o["max_removed_share"], o["max_cluster"], self.pipeline.priority, self.run.root)
+            self.run.publish(self.name, DedupRecord(**found, frozen=self.frozen_summary()))
+        else:
+            found = {"alarms": record.alarms}
         for line in found["alarms"]:
             log.warning("curate: warning: %s", line)
         if found["alarms"] and o["on_alarm"] == "error":

@@ -4,7 +4,8 @@ Planning expands every glob (sorted, so shard names are stable) and lets each so
 by the format's kind) split its files into tasks; the stage never branches on the kind. Phase `read`
 reads each file (every input record becomes a document or a ledger row `bad_record:<why>`; a shard with
 more bad records than `max_bad_fraction` fails the run) and hands its ids to hash partitions; phase `ids`
-finds ids that an earlier file (or task) of the same source already has; the accounting phase drops those
+finds ids that an earlier file (or task) of the same source already has (a shard's results follow from its input
+and the inputs before it in its source, its key: an append of files that sort last reads only them); the accounting phase drops those
 later copies into the ledger as `bad_record:duplicate_id`, so an id means one document, gives an empty
 shard its source's columns. Each docs shard has an id index (`curate.rundir.idindex`, what `curate why` looks ids up
 in), written as it is read and again when it loses ids. Then the stage publishes the list of docs shards, which every later shard
@@ -21,6 +22,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from curate.config.columns import check_rule_columns
+from curate.config.pipeline import canonical_json
 from curate.errors import BadShardError, ConfigError
 from curate.io import fs
 from curate.io.parquet import DOCS_PLAIN, ParquetSink, read_table, write_table
@@ -46,6 +48,9 @@ def stable_name(relative: str) -> str:
 class IngestStage(Stage):
     PRODUCES = ("docs",)
     TABLES = ("docs",)
+    VERSION = 2                     # 2: id partitions hold a task's place in its source (was: in the whole plan)
+    PER_SHARD = True                # a new file of a source reads that file, not the source again (`shard_identities`)
+    SHARD_PARTS = ("reads.inputs",)
 
     def plan(self) -> list[Task[ReadTask]]:
         tasks = []
@@ -77,17 +82,57 @@ class IngestStage(Stage):
 
     def execute(self, tasks: list[Task[ReadTask]], run_phase) -> None:
         partitions = id_partitions(sum(t.payload.size for t in tasks))
-        order = {t.key: i for i, t in enumerate(tasks)}
+        order = {t.key: i for s in self.pipeline.sources for i, t in enumerate(t for t in tasks if t.source == s)}
         reads = run_phase(Phase("read", tasks, partial(self.read, partitions, order), concurrent=True))
-        inputs = [(t.source, t.shard, t.payload.relative) for t in tasks]
-        checks = [Task(f"{s}/p{p:05d}", f"the ids of source '{s}' (partition {p})", (s, p))
-                  for s in self.pipeline.sources for p in range(partitions)]
-        run_phase(Phase("ids", checks, partial(self.find_duplicates, inputs), concurrent=True))
+        plans = self.plans(tasks, reads)
+        self.tidy(plans)
+        checks = [Task(f"{s}/{plan['digest']}-p{p:05d}", f"the ids of source '{s}' (partition {p})", (s, p))
+                  for s, plan in plans.items() for p in range(partitions)]
+        run_phase(Phase("ids", checks, partial(self.find_duplicates, plans), concurrent=True))
         by_key = {t.key: r for t, r in zip(tasks, reads)}
-        run_phase(Phase(ACCOUNTING, tasks, partial(self.settle, by_key, self.reference_shards(tasks, reads)), accounts=True,
+        run_phase(Phase(ACCOUNTING, tasks, partial(self.settle, by_key, self.reference_shards(tasks, reads), plans), accounts=True,
                         concurrent=True))
         self.run.publish(self.name, IngestRecord([{"source": t.source, "shard": t.shard, "input": t.payload.relative}
                                                   for t in tasks]))
+
+    def shard_identities(self, tasks: list[Task[ReadTask]], source: str) -> dict[str, str]:
+        """Per docs shard: its input and every input before it in the source's order (path, size, version, shard).
+        Which of a shard's ids are later copies follows from exactly those, so a file added after the others reads
+        only itself; one added (or changed, or removed) before others reads those again too (same bytes)."""
+        out, running = {}, hashlib.sha256()
+        for t in tasks:
+            if t.source == source:
+                running.update(canonical_json([t.payload.path, t.payload.size, t.payload.version, t.shard]).encode())
+                out[t.shard] = running.hexdigest()
+        return out
+
+    def plans(self, tasks: list[Task[ReadTask]], reads) -> dict[str, dict]:
+        """Per source: its shards in order (shard, input, the id partitions it wrote) and a digest of them, which names
+        the id checks and duplicate lists made from them (an append checks its source's ids again, under new names)."""
+        out: dict[str, dict] = {s: {"shards": []} for s in self.pipeline.sources}
+        for t, r in zip(tasks, reads):
+            out[t.source]["shards"].append((t.shard, t.payload.relative, r.get("partitions", [])))
+        for source, plan in out.items():
+            ids = self.shard_identities(tasks, source)
+            plan["digest"] = hashlib.sha256(canonical_json([ids[sh] for sh, _, _ in plan["shards"]][-1:]).encode()).hexdigest()[:12]
+        return out
+
+    def tidy(self, plans: dict[str, dict]) -> None:
+        """Remove what no planned shard or digest names any more: id checks and duplicate lists of an earlier plan, the
+        id partitions and index of a removed input's shard."""
+        for source, plan in plans.items():
+            for marker in fs.glob(self.run.state(self.name, "ids", source, "*.json")):
+                if not marker.rstrip("/").rsplit("/", 1)[-1].startswith(f"{plan['digest']}-"):
+                    fs.remove(marker)
+            for folder in fs.glob(self.run.work(self.name, "duplicates", source, "*")):
+                if folder.rstrip("/").rsplit("/", 1)[-1] != plan["digest"]:
+                    fs.remove(folder)
+            planned = {f"{shard}.parquet" for shard, _, _ in plan["shards"]}
+            for path in [*fs.glob(self.run.work(self.name, "index", source, "*.parquet")),
+                         *fs.glob(self.run.work(self.name, "ids", "p=*", source, "*.parquet")),
+                         *fs.glob(self.run.docs(source, "*")), *fs.glob(self.run.ledger(self.name, source, "*"))]:
+                if path.rstrip("/").rsplit("/", 1)[-1] not in planned:
+                    fs.remove(path)
 
     @staticmethod
     def reference_shards(tasks, reads) -> dict:
@@ -178,29 +223,35 @@ class IngestStage(Stage):
         with fs.open_input(docs) as handle:
             ids = read_table(handle, columns=["id"]).column("id") if sink.rows else pa.array([], pa.string())
         self.index(rt.source, rt.shard, ids)   # settle redoes it if the shard loses ids
+        written = []
         for p, table in partitioned(ids, order[f"{rt.source}/{rt.shard}"], partitions):
             write_table(self.run.work(self.name, "ids", f"p={p:05d}", rt.source, f"{rt.shard}.parquet"), table, "lz4")
+            written.append(p)
         records = stats.get("records", 0)
-        return {"in": records, "docs": sink.rows, "removed": dict(sorted(counts.items())), "input": rt.relative}
+        return {"in": records, "docs": sink.rows, "removed": dict(sorted(counts.items())), "input": rt.relative,
+                "partitions": written}
 
-    def find_duplicates(self, inputs: list, job: tuple[str, int]) -> dict:
-        """One hash partition of a source's ids: later copies of an id, by the docs shard that holds them."""
+    def find_duplicates(self, plans: dict, job: tuple[str, int]) -> dict:
+        """One hash partition of a source's ids (the files its planned shards wrote there): later copies of an id, by
+        the docs shard that holds them."""
         source, p = job
-        found = later_copies_in(fs.glob(self.run.work(self.name, "ids", f"p={p:05d}", source, "*.parquet")))
+        plan = plans[source]
+        found = later_copies_in([self.run.work(self.name, "ids", f"p={p:05d}", source, f"{shard}.parquet")
+                                 for shard, _, written in plan["shards"] if p in written])
         for order in np.unique(found.column("order").to_numpy()) if found.num_rows else []:
-            _, shard, _ = inputs[int(order)]
+            shard = plan["shards"][int(order)][0]
             mine = found.filter(pc.equal(found.column("order"), int(order)))
-            first = [inputs[int(o)][2] for o in mine.column("first_order").to_pylist()]
-            write_table(self.run.work(self.name, "duplicates", source, shard, f"p={p:05d}.parquet"),
+            first = [plan["shards"][int(o)][1] for o in mine.column("first_order").to_pylist()]
+            write_table(self.run.work(self.name, "duplicates", source, plan["digest"], shard, f"p={p:05d}.parquet"),
                         mine.append_column("first_input", pa.array(first, pa.string())), "lz4")
         return {"in": 0, "duplicates": found.num_rows}
 
-    def settle(self, reads: dict, reference: dict, rt: ReadTask) -> dict:
+    def settle(self, reads: dict, reference: dict, plans: dict, rt: ReadTask) -> dict:
         """The shard's accounting: its read counts, less the later copies of ids found in other shards; an
         empty shard (a bad or empty file) gets its source's columns, so SQL over the source binds."""
         r = reads[f"{rt.source}/{rt.shard}"]
         removed, docs = dict(r["removed"]), r["docs"]
-        parts = fs.glob(self.run.work(self.name, "duplicates", rt.source, rt.shard, "*.parquet"))
+        parts = fs.glob(self.run.work(self.name, "duplicates", rt.source, plans[rt.source]["digest"], rt.shard, "*.parquet"))
         if parts:
             n = apply_duplicates(parts, self.run.docs(rt.source, rt.shard), self.run.ledger(self.name, rt.source, rt.shard),
                                  docs, rt.source, self.name, rt.relative)

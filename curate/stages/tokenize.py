@@ -74,6 +74,11 @@ class TokenizeStage(ShardStage):
             self.load_tokenizer()
 
     def execute(self, tasks, run_phase) -> None:
+        """Publishes the tokenizer's record, then tokenizes; when every result holds (a no-op re-run), the record it
+        published last time holds too (the tokenizer's identity is in its fingerprint) and the tokenizer is not loaded."""
+        if self.holds and self.run.find_record(self.name, TokenizerRecord) is not None:
+            super().execute(tasks, run_phase)
+            return
         tok = self.load_tokenizer()
         self.run.publish(self.name, TokenizerRecord(self.options["tokenizer"], tok.name, tok.identity(), tok.vocab_size,
                                                     tok.eos_id, tok.bos_id if self.options["bos"] else None,

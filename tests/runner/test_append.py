@@ -217,6 +217,68 @@ def test_kill_9_during_an_append_then_a_rerun_equals_a_fresh_run(corpus, monkeyp
     _equals_fresh(ws, "after kill -9")
 
 
+def test_ingest_reads_only_files_added_after_the_others_and_settles_their_ids_against_the_old_ones(corpus, monkeypatch, tmp_path):
+    """A file that sorts after a source's others is read alone (its id copies of old documents are still bad records);
+    one that sorts first reads the files after it again, which lose the ids it claims; both equal a fresh run."""
+    ws = tmp_path / "ws"
+    _base(corpus, ws)
+    monkeypatch.chdir(ws)
+    _run(ws, "run")
+    old_id = pq.read_table(sorted((ws / "run/docs/dolma_cc").glob("*.parquet"))[0], columns=["id"]).column("id")[0].as_py()
+    before = markers(ws / "run")
+    _dolma(ws / "corpus/dolma_cc/data/cc_en_head/zzz-new.json.gz",
+           [(old_id, "a later copy of an old id " * 20)] + [(f"late-{i}", f"a late page number {i} on bees " * 25) for i in range(4)])
+    _run(ws, "run")
+    after = markers(ws / "run")
+    read = {k for k, t in after.items() if k.startswith("ingest/read/") and before.get(k) != t}
+    assert len(read) == 1, sorted(read)   # the new file alone
+    new_shard = read.pop().rsplit("/", 1)[-1].removesuffix(".json")
+    ledger = pq.read_table(ws / f"run/ledger/ingest/dolma_cc/{new_shard}.parquet").to_pylist()
+    assert [r["reason"] for r in ledger] == ["bad_record:duplicate_id"] and old_id in ledger[0]["id"], ledger
+    _equals_fresh(ws, "a file that sorts last")
+
+    _dolma(ws / "corpus/dolma_cc/data/cc_en_head/000-first.json.gz", [(old_id, "the first copy of an old id now " * 20)])
+    _run(ws, "run")
+    removed = [r for p in (ws / "run/ledger/ingest/dolma_cc").glob("*.parquet") for r in pq.read_table(p).to_pylist()]
+    assert sum(r["reason"] == "bad_record:duplicate_id" for r in removed) == 2, removed   # the old shard's copy too
+    _equals_fresh(ws, "a file that sorts first")
+
+
+def test_a_no_op_rerun_loads_no_tokenizer_and_reads_no_cluster_file_but_still_warns(corpus, monkeypatch, tmp_path, capfd):
+    """A re-run with nothing new skips what only work needs: the tokenizer's load (most of a no-op's fixed cost) and
+    dedup's alarm scan of every cluster file (its record says the same); an append still does both."""
+    ws = tmp_path / "ws"
+    _base(corpus, ws)
+    monkeypatch.chdir(ws)
+    text = (ws / "pipeline.yaml").read_text()
+    (ws / "pipeline.yaml").write_text(text.replace("dedup: {policy: cross_source}", "dedup: {policy: cross_source, max_cluster: 1}"))
+    _run(ws, "run")
+    import curate.dedup.alarms as alarms
+    import curate.stages.tokenize as tokenize
+
+    calls = {"tokenizer": 0, "clusters": 0}
+    load, sizes = tokenize.TokenizeStage.load_tokenizer, alarms.cluster_sizes
+
+    def counted_load(self):
+        calls["tokenizer"] += 1
+        return load(self)
+
+    def counted_sizes(root):
+        calls["clusters"] += 1
+        return sizes(root)
+
+    monkeypatch.setattr(tokenize.TokenizeStage, "load_tokenizer", counted_load)
+    monkeypatch.setattr(alarms, "cluster_sizes", counted_sizes)
+    lines = _run(ws, "run", capfd)
+    assert calls == {"tokenizer": 0, "clusters": 0}, calls
+    assert any("warning" in line and "max_cluster" in line for line in lines), lines   # the alarm, from the record
+    _dolma(ws / "corpus/dolma_cc/data/cc_en_head/zzz-new.json.gz",
+           [(f"late-{i}", f"a late page number {i} on weaving and looms " * 25) for i in range(6)])
+    _run(ws, "run")
+    assert calls["tokenizer"] >= 1 and calls["clusters"] == 1, calls
+    _equals_fresh(ws, "an append after a no-op")
+
+
 @pytest.mark.slow  # starts Ray
 def test_an_append_on_ray_workers_equals_a_fresh_inline_run(corpus, monkeypatch, tmp_path):
     """The append's reuse (signatures, band keys split again, kept token ids) works the same in Ray tasks and actors."""
