@@ -176,10 +176,9 @@ def finalize(g: GraphDir, s: Sound, p: int) -> dict:
     st = Settled(*(cols[k] for k in STATE))
     done = read_columns(g.path("sound", "exact-done", f"p={p:05d}", "*.parquet"), ["node", "rep", "jaccard"],
                         {"node": U64, "rep": U64, "jaccard": np.float64})
-    exact = dict(zip(zip(done["node"].tolist(), done["rep"].tolist()), done["jaccard"].tolist()))
 
     def measured(partner: np.ndarray) -> np.ndarray:  # exact Jaccard of (member, partner), NaN where not checked
-        return np.array([exact.get((int(a), int(node[b])), np.nan) if b >= 0 else np.nan for a, b in zip(node, partner)])
+        return pair_lookup(done["node"], done["rep"], done["jaccard"], node, np.where(partner >= 0, node[partner], 0), partner >= 0)
 
     solid_j, wait_j = measured(st.solid), measured(st.wait)
     gone, rep = finish(st, solid_j >= s.threshold, wait_j >= s.threshold)
@@ -195,6 +194,26 @@ def finalize(g: GraphDir, s: Sound, p: int) -> dict:
     frozen_rep = gone & cols["frozen"][rep] if s.frozen else None
     write_decisions(g, f"{p:05d}", node, cols["label"], gone, node[rep], sim, method.astype(np.uint8), cols["length"], frozen_rep)
     return {"in": len(node), "removed": int(gone.sum()), "exact_removed": int((gone & check).sum()), "sure": int((st.fate == REMOVED).sum())}
+
+
+def pair_lookup(ka: np.ndarray, kb: np.ndarray, value: np.ndarray, qa: np.ndarray, qb: np.ndarray, use: np.ndarray) -> np.ndarray:
+    """value of the key (qa, qb) among the keys (ka, kb), the last one where a key repeats (as a dict built from them
+    would), NaN where absent or not `use`d: one sort of keys and queries together, not a dict lookup per member."""
+    n = len(ka)
+    a, b = np.concatenate([ka, qa]).astype(np.uint64), np.concatenate([kb, qb]).astype(np.uint64)
+    query = np.arange(n + len(qa)) >= n
+    order = np.lexsort((np.arange(len(a)), query, b, a))  # per key: its entries in file order, then the queries
+    pos = np.where(query[order], -1, np.arange(len(order)))
+    last = np.maximum.accumulate(pos)  # the latest entry at or before each sorted position
+    out = np.full(len(qa), np.nan)
+    qs = np.flatnonzero(query[order])
+    hit = last[qs] >= 0
+    src = order[np.where(hit, last[qs], 0)]
+    hit &= (a[src] == a[order[qs]]) & (b[src] == b[order[qs]])
+    qi = order[qs] - n
+    out[qi[hit]] = np.asarray(value, np.float64)[src[hit]]
+    out[~np.asarray(use, bool)] = np.nan
+    return out
 
 
 def _sets(s: Sound, texts: pa.Array, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

@@ -134,3 +134,22 @@ def test_sorted_unique_on_adversarial_hashes():
         out = np.zeros(len(h) + 3, np.uint64)
         end = _sorted_unique(h, len(h), out, 3, np.empty((1 << 16) + 1, np.int64), np.empty(len(h), np.uint64))
         assert np.array_equal(out[3:end], np.unique(h))
+
+
+def test_pair_lookup_matches_a_dict_of_the_checks():
+    """finalize's lookup of checked pairs: last value where a pair repeats, NaN where absent or unused, huge ids kept."""
+    from curate.dedup.sound import pair_lookup
+
+    big = np.uint64(2**64 - 5)
+    ka = np.array([3, 1, big, 3, 7], np.uint64)
+    kb = np.array([4, 2, 1, 4, 7], np.uint64)
+    val = np.array([0.1, 0.2, 0.3, 0.4, 0.5])
+    qa = np.array([3, 1, big, 2, 3, 7, 7], np.uint64)
+    qb = np.array([4, 2, 1, 1, 4, 8, 7], np.uint64)
+    use = np.array([True, True, True, True, True, True, False])
+    got = pair_lookup(ka, kb, val, qa, qb, use)
+    exact = dict(zip(zip(ka.tolist(), kb.tolist()), val.tolist()))
+    want = [exact.get((a, b), np.nan) if u else np.nan for a, b, u in zip(qa.tolist(), qb.tolist(), use)]
+    np.testing.assert_array_equal(got, np.array(want))
+    assert got[0] == 0.4 and np.isnan(got[3]) and np.isnan(got[6])
+    assert len(pair_lookup(ka[:0], kb[:0], val[:0], qa, qb, use)) == len(qa)
