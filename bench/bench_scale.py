@@ -38,6 +38,9 @@ import threading
 import time
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from loopback import children_of  # noqa: E402  (the /proc process tree, shared with bench_nodes)
+
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "bench" / "scale.json"
 PLOT = ROOT / "bench" / "scale.png"
@@ -56,15 +59,7 @@ def rss_mb(pid: int) -> float:
 
 
 def descendants(root: int) -> list[int]:
-    children: dict[int, list[int]] = {}
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            try:
-                with open(f"/proc/{entry}/stat") as handle:
-                    ppid = int(handle.read().rsplit(")", 1)[1].split()[1])
-            except (OSError, IndexError, ValueError):
-                continue
-            children.setdefault(ppid, []).append(int(entry))
+    children = children_of()
     out, todo = [], [root]
     while todo:
         for child in children.get(todo.pop(), []):

@@ -149,7 +149,8 @@ class LoopbackCluster:
             Path(self.address_file).write_text(previous)
 
 
-def _children() -> dict[int, list[int]]:
+def children_of() -> dict[int, list[int]]:
+    """Every live process's children, by parent pid, from /proc."""
     out: dict[int, list[int]] = {}
     for entry in os.listdir("/proc"):
         if entry.isdigit():
@@ -222,7 +223,7 @@ class NodeMeter:
             self._sample(self.cpu, self.net)
 
     def _sample(self, cpu: dict, net: dict) -> None:
-        children, owner = _children(), {}
+        children, owner = children_of(), {}
         for node, raylet in self.nodes.items():
             todo = list(children.get(raylet, []))
             while todo:
