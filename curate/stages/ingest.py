@@ -34,14 +34,8 @@ from curate.rundir.idindex import write_index
 from curate.rundir.layout import ACCOUNTING
 from curate.stages.base import Stage
 from curate.stages.phase import Phase, Task
+from curate.stages.reads import source_files, stable_name
 from curate.stages.registry import STAGES, stage
-
-
-def stable_name(relative: str) -> str:
-    """A docs shard's name from its input file's name (relative to its source's base), not from the file's place in
-    the sorted glob: a file added to a source, wherever its name sorts, renames no other file's shard, so the results
-    of the others (their docs, every later step's per-shard files) stay where they are and can be reused."""
-    return hashlib.sha256(relative.encode()).hexdigest()[:12]
 
 
 @stage("ingest")
@@ -56,7 +50,7 @@ class IngestStage(Stage):
         tasks = []
         for source in self.pipeline.sources.values():
             fmt = FORMATS[source.format]
-            for f in self._files(source):
+            for f in source_files(self.pipeline.file, source):
                 for rt in self._split(source, fmt, f):
                     tasks.append(Task(f"{source.name}/{rt.shard}", f.path, rt, source.name, rt.shard))
         return tasks
@@ -142,35 +136,6 @@ class IngestStage(Stage):
             if r["docs"] and t.source not in out:
                 out[t.source] = t.shard
         return out
-
-    def _files(self, source) -> list[fs.InputFile]:
-        """Every file of a source's globs, named relative to the common base of all of them: two globs with
-        files of the same name (`dumpA/part-0000.jsonl`, `dumpB/part-0000.jsonl`) give distinct positional ids,
-        and a single glob's names (and ids) are its own base's."""
-        seen, files, named = set(), [], {}
-        try:
-            base = fs.common_base([fs.glob_base(p, source.storage_options) for p in source.paths])
-        except (OSError, ValueError, ImportError) as exc:
-            raise ConfigError(self.pipeline.file, f"sources.{source.name}.paths", f"cannot list {source.paths!r}: {exc}") from None
-        for i, pattern in enumerate(source.paths):
-            try:
-                matched = fs.expand(pattern, source.storage_options, base)
-            except (OSError, ValueError, ImportError) as exc:
-                raise ConfigError(self.pipeline.file, f"sources.{source.name}.paths[{i}]", f"cannot list {pattern!r}: {exc}") from None
-            if not matched:
-                raise ConfigError(self.pipeline.file, f"sources.{source.name}.paths[{i}]", f"no files match {pattern!r}")
-            for f in matched:
-                if f.path in seen:
-                    continue
-                if f.relative in named:
-                    raise ConfigError(self.pipeline.file, f"sources.{source.name}.paths[{i}]",
-                                      f"{f.path} and {named[f.relative]} would both be named {f.relative!r} (records without "
-                                      "ids would get the same positional ids); put them in two sources, or give paths "
-                                      "that share a folder")
-                seen.add(f.path)
-                named[f.relative] = f.path
-                files.append(f)
-        return files
 
     def _split(self, source, fmt, f: fs.InputFile) -> list[ReadTask]:
         version = content_hash(f.path, source.storage_options) if self.pipeline.execution["fingerprint"] == "content" \

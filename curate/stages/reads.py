@@ -12,6 +12,7 @@ from __future__ import annotations
 import hashlib
 import os
 
+from curate.errors import ConfigError
 from curate.io import fs
 
 HASH_LIMIT = 256 << 20
@@ -65,3 +66,40 @@ def options_for(options: dict, source: str, per_source: tuple[str, ...]) -> dict
 def tokenizer_identity(spec: str):
     """A tokenizer by name (gpt2, a Hub name) or, for a tokenizer.json path, by its content too."""
     return [spec, file_identity(spec) if os.path.exists(spec) or "://" in spec else None]
+
+
+def source_files(pipeline_file, source) -> list[fs.InputFile]:
+    """Every file of a source's globs, named relative to the common base of all of them: two globs with
+    files of the same name (`dumpA/part-0000.jsonl`, `dumpB/part-0000.jsonl`) give distinct positional ids,
+    and a single glob's names (and ids) are its own base's."""
+    seen, files, named = set(), [], {}
+    try:
+        base = fs.common_base([fs.glob_base(p, source.storage_options) for p in source.paths])
+    except (OSError, ValueError, ImportError) as exc:
+        raise ConfigError(pipeline_file, f"sources.{source.name}.paths", f"cannot list {source.paths!r}: {exc}") from None
+    for i, pattern in enumerate(source.paths):
+        try:
+            matched = fs.expand(pattern, source.storage_options, base)
+        except (OSError, ValueError, ImportError) as exc:
+            raise ConfigError(pipeline_file, f"sources.{source.name}.paths[{i}]", f"cannot list {pattern!r}: {exc}") from None
+        if not matched:
+            raise ConfigError(pipeline_file, f"sources.{source.name}.paths[{i}]", f"no files match {pattern!r}")
+        for f in matched:
+            if f.path in seen:
+                continue
+            if f.relative in named:
+                raise ConfigError(pipeline_file, f"sources.{source.name}.paths[{i}]",
+                                  f"{f.path} and {named[f.relative]} would both be named {f.relative!r} (records without "
+                                  "ids would get the same positional ids); put them in two sources, or give paths "
+                                  "that share a folder")
+            seen.add(f.path)
+            named[f.relative] = f.path
+            files.append(f)
+    return files
+
+
+def stable_name(relative: str) -> str:
+    """A docs shard's name from its input file's name (relative to its source's base), not from the file's place in
+    the sorted glob: a file added to a source, wherever its name sorts, renames no other file's shard, so the results
+    of the others (their docs, every later step's per-shard files) stay where they are and can be reused."""
+    return hashlib.sha256(relative.encode()).hexdigest()[:12]

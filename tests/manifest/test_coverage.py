@@ -12,7 +12,7 @@ from curate.errors import CurateError
 from curate.manifest.verify import verify
 from curate.rundir.edits import apply_edits, read_spans
 from curate.rundir import RunDir
-from curate.stages.ingest import stable_name
+from curate.stages.reads import stable_name
 
 from conftest import run_cli
 
