@@ -64,9 +64,21 @@ def filesystem(uri: str, storage_options: dict | None = None):
     if uri.startswith("/") and "::" not in uri and not storage_options and os.sep == "/":
         return _LOCAL, uri.rstrip("/") or "/"
     options = dict(storage_options or {})
-    if uri.split("://", 1)[0] in _SHARED_STORES and "://" in uri:
+    protocol = uri.split("://", 1)[0] if "://" in uri else ""
+    if protocol in _SHARED_STORES:
         options.setdefault("use_listings_cache", False)
+    if protocol in ("s3", "s3a"):
+        _pin_endpoint(options)
     return fsspec.core.url_to_fs(uri, **options)
+
+
+def _pin_endpoint(options: dict) -> None:
+    """Name the S3 endpoint from the environment in the options: fsspec caches a filesystem by its options,
+    and one made while `AWS_ENDPOINT_URL` named another server would otherwise be handed back (a process that
+    moves between two S3 servers would write to the first)."""
+    endpoint = os.environ.get("AWS_ENDPOINT_URL_S3") or os.environ.get("AWS_ENDPOINT_URL")
+    if endpoint and "endpoint_url" not in options and "endpoint_url" not in options.get("client_kwargs", {}):
+        options["endpoint_url"] = endpoint
 
 
 def is_local(fs) -> bool:

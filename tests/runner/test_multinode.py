@@ -12,14 +12,12 @@ an address nobody answers at fails in seconds.
 
 from __future__ import annotations
 
-import contextlib
 import glob
 import hashlib
 import json
 import os
 import re
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -32,116 +30,30 @@ pytest.importorskip("moto.server")
 pytest.importorskip("s3fs")
 
 from curate.io import fs  # noqa: E402
-from curate.runner.watcher import reap  # noqa: E402
 from curate.sample import make_sample  # noqa: E402
 
 from conftest import ZYDA2  # noqa: E402
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
+from loopback import LoopbackCluster, S3Server, free_port, ray_temp_dir  # noqa: E402  (bench/loopback.py: the test bed)
+
 BUCKET = "curate-mn"
 SAMPLE = f"s3://{BUCKET}/sample"
-NODE = {"num_cpus": 1, "object_store_memory": 80 << 20, "node_ip_address": "127.0.0.1"}
 CREDENTIALS = ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY")
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 @pytest.fixture(scope="module")
 def s3():
     """A moto S3 server on 127.0.0.1 (its own process), reached through the standard AWS variables, with the
     600-document sample corpus in s3://curate-mn/sample."""
-    port = free_port()
-    with pytest.MonkeyPatch.context() as mp:
-        for key in ("AWS_PROFILE", "AWS_SESSION_TOKEN", "AWS_ENDPOINT_URL_S3"):
-            mp.delenv(key, raising=False)
-        env = {"AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing", "AWS_DEFAULT_REGION": "us-east-1",
-               "AWS_EC2_METADATA_DISABLED": "true", "AWS_CONFIG_FILE": os.devnull, "AWS_SHARED_CREDENTIALS_FILE": os.devnull,
-               "AWS_ENDPOINT_URL": f"http://127.0.0.1:{port}", "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER": "0",
-               "NO_PROXY": "127.0.0.1,localhost", "no_proxy": "127.0.0.1,localhost"}
-        for key, value in env.items():
-            mp.setenv(key, value)
-        server = subprocess.Popen([sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)],
-                                  stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        try:
-            deadline = time.monotonic() + 60
-            while time.monotonic() < deadline:
-                with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", port), timeout=1):
-                    break
-                time.sleep(0.2)
-            store, _ = fs.filesystem(SAMPLE)
-            store.mkdir(BUCKET)
-            with tempfile.TemporaryDirectory() as local:
-                make_sample(local, docs=600, seed=0)
-                fs.upload_tree(local, SAMPLE, last="_SUCCESS")
-            yield env
-        finally:
-            server.terminate()
-            server.wait(timeout=30)
-
-
-def ray_temp_dir() -> str:
-    """Ray's temporary folder as Ray picks it: `$RAY_TMPDIR/ray` when set, else the system's (`/tmp/ray`)."""
-    from ray._private.utils import get_ray_address_file
-
-    return os.path.dirname(get_ray_address_file(None))
-
-
-class LoopbackCluster:
-    """A Ray cluster of `nodes` nodes on 127.0.0.1 in its own temp dir. Ray's test cluster records its address
-    in the machine-wide ray_current_cluster of Ray's temp folder (what `--address auto` reads, for everyone):
-    the file is put back as it was. Stopping also ends the processes a killed node left (its agents)."""
-
-    ADDRESS_FILE = os.path.join(ray_temp_dir(), "ray_current_cluster")
-
-    def __init__(self, nodes: int):
-        from ray.cluster_utils import Cluster
-
-        self.temp = tempfile.mkdtemp(prefix="cmn", dir="/tmp")  # short: Ray's socket paths must fit 107 bytes
-        previous = self._address_file()
-        try:
-            # a killed node is declared dead after 3 failed 1 s health checks (Ray's default: 5 of 3 s), so a
-            # run that ends soon after losing one still sees it go
-            fast = {"health_check_period_ms": 1000, "health_check_failure_threshold": 3}
-            self.cluster = Cluster(initialize_head=True, head_node_args={**NODE, "include_dashboard": False, "temp_dir": self.temp,
-                                                                         "_system_config": fast})
-            for _ in range(nodes - 1):
-                self.cluster.add_node(**NODE)
-            self.cluster.wait_for_nodes()
-        finally:
-            self._restore(previous)
-        self.address = self.cluster.address
-
-    def add(self, **env):
-        node = self.cluster.add_node(**NODE, env_vars=env or None)
-        self.cluster.wait_for_nodes()
-        return node
-
-    def node_id(self, node) -> str:
-        return node.node_id[:8]
-
-    def stop(self) -> None:
-        previous = self._address_file()
-        with contextlib.suppress(Exception):
-            self.cluster.shutdown()
-        for session in glob.glob(os.path.join(self.temp, "session_2*")):
-            reap(session)
-        self._restore(previous)
-
-    def _address_file(self):
-        try:
-            return Path(self.ADDRESS_FILE).read_text()
-        except OSError:
-            return None
-
-    def _restore(self, previous) -> None:
-        if previous is None:
-            with contextlib.suppress(OSError):
-                os.remove(self.ADDRESS_FILE)
-        else:
-            Path(self.ADDRESS_FILE).write_text(previous)
+    server = S3Server(BUCKET)
+    try:
+        with tempfile.TemporaryDirectory() as local:
+            make_sample(local, docs=600, seed=0)
+            fs.upload_tree(local, SAMPLE, last="_SUCCESS")
+        yield server.env
+    finally:
+        server.stop()
 
 
 @pytest.fixture(scope="module")
@@ -246,7 +158,7 @@ def test_a_node_without_credentials_names_bucket_and_node_and_execution_env_forw
         assert forwarded.returncode == 0, forwarded.stderr
         assert cluster.node_id(bare) in {m["node"].split("node ")[1][:8] for m in markers(f"s3://{BUCKET}/runs/forwarded")}
     finally:
-        cluster.cluster.remove_node(bare, allow_graceful=False)
+        cluster.kill(bare)
 
 
 def wait_for(predicate, process: subprocess.Popen, seconds: float = 300) -> None:
@@ -260,13 +172,13 @@ def wait_for(predicate, process: subprocess.Popen, seconds: float = 300) -> None
 @pytest.mark.slow  # a cluster of several nodes
 def test_a_worker_node_lost_mid_stage_costs_only_its_tasks(cluster, inline):
     out = f"s3://{BUCKET}/runs/loss"
-    victim = next(iter(cluster.cluster.worker_nodes))
+    victim = cluster.workers[0]
     cmd = [sys.executable, "-m", "curate", "run", str(ZYDA2), "--output", out, "--address", cluster.address]
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                             env={**os.environ, "CURATE_SAMPLE": SAMPLE})
     model_phase = f"s3://{BUCKET}/runs/loss/_state/quality_model/model-zyda2_quality"
     wait_for(lambda: fs.files_under(model_phase), proc)  # the actor pool is scoring: every node holds an actor
-    cluster.cluster.remove_node(victim, allow_graceful=False)
+    cluster.kill(victim)
     _, err = proc.communicate(timeout=400)
     assert proc.returncode == 0, err[-3000:]
     assert f"node {cluster.node_id(victim)} left the Ray cluster" in err
