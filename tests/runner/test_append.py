@@ -93,6 +93,7 @@ def test_three_appends_compute_only_new_work_and_equal_a_fresh_run(corpus, monke
     old_minhash = {k for k in before if k.startswith("minhash/shards/")}
     assert old_minhash and not (old_minhash & rewritten), "an unchanged shard's signatures were computed again"
     assert any("[minhash]" in line and "reused, 1 new" in line for line in lines), lines
+    assert any("[dedup] 0 of" in line and "partitions reused" in line for line in lines), lines   # (its whole graph)
     _equals_fresh(ws, "a file added to dolma_cc")
 
     # 2. a new source of the lowest priority, and more hash partitions of band keys from now on (as when a corpus
