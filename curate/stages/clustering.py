@@ -7,6 +7,7 @@
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass
 from functools import partial
 from typing import Iterator
@@ -26,6 +27,7 @@ from curate.stages.facets import Facets, Kernel
 from curate.stages.phase import Phase, PhaseRunner, Task
 from curate.stages.shard import Output, ShardRef, ShardStage, removals
 
+log = logging.getLogger("curate")
 
 CLUSTERS = pa.schema([("id", pa.string()), ("source", pa.string()), ("cluster", pa.uint64()), ("kept", pa.bool_()),
                       ("rep_id", pa.string()), ("rep_source", pa.string()), ("similarity", pa.float32()), ("method", pa.string()),
@@ -80,7 +82,7 @@ def cluster(c: Clustering, run: RunDir, jobs: list[ShardJob], run_phase: PhaseRu
     g = c.graph
     parts = [Task(f"{p:05d}", f"partition {p}", p) for p in range(g.partitions)]
     shards = [Task(j.tag, f"source '{j.source}' shard {j.shard}", j) for j in jobs]
-    run_phase(_phase("buckets", parts, partial(graph.buckets, g, c.bands, c.verify is not None, c.numbers)))
+    ran = run_phase(_phase("buckets", parts, partial(graph.buckets, g, c.bands, c.verify is not None, c.numbers))).ran
     if c.verify is not None:
         shingling = Shingling(**{**c.shingling, "normalize": tuple(c.shingling["normalize"])})
         run_phase(_phase("verify-a", shards, partial(_column, run, "text", partial(verify.verify_a, g, shingling))))
@@ -101,6 +103,9 @@ def cluster(c: Clustering, run: RunDir, jobs: list[ShardJob], run_phase: PhaseRu
             run_phase(_phase("idrank", shards, partial(_column, run, "id", partial(graph.idrank, g))))
             run_phase(_phase("choose", parts, partial(graph.choose, g)))
     run_phase(_phase("resolve", _queued(g, shards, "reps"), partial(_resolve, run, g)))
+    if ran:   # the reuse line of the other steps: the graph is settled whole, every partition (a resumed run: the rest)
+        log.info("[%s] %d of %d partitions reused, %d recomputed (the whole graph: every cluster is settled again)",
+                 c.stage, len(parts) - ran, len(parts), ran)
 
 
 def _settle(c: Clustering, run: RunDir, shards: list[Task], parts: list[Task], final: int, run_phase: PhaseRunner) -> None:

@@ -93,6 +93,7 @@ def test_three_appends_compute_only_new_work_and_equal_a_fresh_run(corpus, monke
     old_minhash = {k for k in before if k.startswith("minhash/shards/")}
     assert old_minhash and not (old_minhash & rewritten), "an unchanged shard's signatures were computed again"
     assert any("[minhash]" in line and "reused, 1 new" in line for line in lines), lines
+    assert any("[dedup] 0 of" in line and "partitions reused" in line for line in lines), lines   # (its whole graph)
     _equals_fresh(ws, "a file added to dolma_cc")
 
     # 2. a new source of the lowest priority, and more hash partitions of band keys from now on (as when a corpus
@@ -115,7 +116,7 @@ def test_three_appends_compute_only_new_work_and_equal_a_fresh_run(corpus, monke
     kept = _texts(ws, "run/kept/dclm/*.parquet", 5)
     _dolma(ws / "corpus/top/part-0.json.gz", [(f"top-{i}", t) for i, t in enumerate(kept)])
     _add_source(ws, "top", "corpus/top/*.json.gz", first=True)
-    before = markers(ws / "run")
+    before, ledgers = markers(ws / "run"), _dedup_ledgers(ws / "run")
     import curate.stages.tokenize as tokenize
 
     tokenized = []
@@ -129,9 +130,30 @@ def test_three_appends_compute_only_new_work_and_equal_a_fresh_run(corpus, monke
     # the mix plan changed (dclm lost documents), so tokenize ran on every shard again, and tokenized only the new source
     assert {k for k, t in after.items() if k.startswith("tokenize/shards/fwe/") and before.get(k) != t}, "tokenize did not run again"
     assert sum(tokenized) == len(_texts(ws, "run/kept/top/*.parquet", 1000)) > 0, tokenized
+    # every node number moved (cluster numbers in the ledger details with them): a shard whose dedup removed the same
+    # documents as before is not read again by signals, only one whose removals changed
+    moved, same = [], []
+    for (source, shard), (data, ids) in ledgers.items():
+        now = (ws / "run/ledger/dedup" / source / shard).read_bytes()
+        (same if _ids(ws / "run/ledger/dedup" / source / shard) == ids else moved).append((source, shard))
+        if now != data and (source, shard) in same:
+            assert before[f"signals/shards/{source}/{shard.removesuffix('.parquet')}.json"] == \
+                after[f"signals/shards/{source}/{shard.removesuffix('.parquet')}.json"], f"signals ran again on {source}/{shard}"
+    assert any((ws / "run/ledger/dedup" / s / n).read_bytes() != ledgers[(s, n)][0] for s, n in same), \
+        "no ledger changed only in its detail: the case is not tested"
+    assert moved, "the copies of dclm's documents removed nothing"
     _equals_fresh(ws, "a highest-priority source")
     removed = pq.read_table(ws / "run/ledger/dedup/dclm").to_pylist()
     assert sum(r["reason"].endswith(":top") for r in removed) >= len(kept) - 1, "the copies in dclm go to the source above it"
+
+
+def _ids(path: Path) -> set[str]:
+    return set(pq.read_table(path, columns=["id"]).column("id").to_pylist())
+
+
+def _dedup_ledgers(run: Path) -> dict[tuple[str, str], tuple[bytes, set[str]]]:
+    """(source, shard file) -> the dedup ledger's bytes and removed ids."""
+    return {(p.parent.name, p.name): (p.read_bytes(), _ids(p)) for p in (run / "ledger/dedup").glob("*/*.parquet")}
 
 
 def _base(corpus: Path, ws: Path) -> None:
