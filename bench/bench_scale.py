@@ -7,7 +7,8 @@ and the largest RSS of a Ray worker process, attributed to the stage the driver'
 Time per stage is the run's own `wall_seconds` (summary.json); documents/s is the stage's input over it.
 CPU seconds per stage are the user+system ticks of the driver and every process under it (Ray's workers,
 raylet, GCS) that grew while the driver named that stage, from /proc/<pid>/stat; bytes written per stage
-likewise from /proc/<pid>/io (`write_bytes`: what reached the storage layer, Ray's spills included). What
+likewise from /proc/<pid>/io (`write_bytes`: what reached the storage layer, Ray's spills included), bytes read
+from its `rchar` (through read calls, page cache included). What
 the driver does after the last stage (`report`: the summary is written, then report.html) is a stage of
 its own here. The run folder's size on disk, per top-level entry and per million documents, is recorded
 after the run (`du`).
@@ -89,16 +90,15 @@ def cpu_seconds(pid: int) -> float | None:
         return None
 
 
-def written_bytes(pid: int) -> int | None:
-    """Bytes a live process caused to be written to storage (/proc/<pid>/io `write_bytes`)."""
+def io_bytes(pid: int) -> tuple[int, int] | None:
+    """(bytes read through read calls, page cache included: `rchar`; bytes caused to be written to storage:
+    `write_bytes`) of a live process, from /proc/<pid>/io."""
     try:
         with open(f"/proc/{pid}/io") as handle:
-            for line in handle:
-                if line.startswith("write_bytes:"):
-                    return int(line.split()[1])
-    except (OSError, ValueError):
-        pass
-    return None
+            fields = dict(line.split(":", 1) for line in handle)
+        return int(fields["rchar"]), int(fields["write_bytes"])
+    except (OSError, ValueError, KeyError):
+        return None
 
 
 class Sampler:
@@ -113,10 +113,11 @@ class Sampler:
         self.worker: dict[str, float] = {}
         self.cpu: dict[str, float] = {}
         self.written: dict[str, int] = {}
+        self.read: dict[str, int] = {}
         self.driver_peak = 0.0
         self.lines: list[str] = []
         self._cpu_seen: dict[int, float] = {}
-        self._written_seen: dict[int, int] = {}
+        self._io_seen: dict[int, tuple[int, int]] = {}
         threading.Thread(target=self._read, daemon=True).start()
         self._thread = threading.Thread(target=self._sample, daemon=True)
         self._thread.start()
@@ -132,9 +133,11 @@ class Sampler:
             if (cpu := cpu_seconds(pid)) is not None:
                 self.cpu[stage] = self.cpu.get(stage, 0.0) + cpu - self._cpu_seen.get(pid, 0.0)
                 self._cpu_seen[pid] = cpu
-            if (written := written_bytes(pid)) is not None:
-                self.written[stage] = self.written.get(stage, 0) + written - self._written_seen.get(pid, 0)
-                self._written_seen[pid] = written
+            if (io := io_bytes(pid)) is not None:
+                read, written = self._io_seen.get(pid, (0, 0))
+                self.read[stage] = self.read.get(stage, 0) + io[0] - read
+                self.written[stage] = self.written.get(stage, 0) + io[1] - written
+                self._io_seen[pid] = io
 
     def _sample(self) -> None:
         while self.process.poll() is None:
@@ -211,12 +214,14 @@ def run_scale(docs: int, until: str, corpora: Path, runs: Path, workers: int | N
         s["cpu_seconds"] = round(sampler.cpu.get(name, 0.0), 1)
         s["cpu_ms_per_doc"] = round(1000 * s["cpu_seconds"] / docs, 3)
         s["written_mb"] = round(sampler.written.get(name, 0) / 2**20, 1)
+        s["read_mb"] = round(sampler.read.get(name, 0) / 2**20, 1)
     disk = disk_mb(out)
     cpu = sum(sampler.cpu.values())
     return {"docs": docs, "until": until, "total_seconds": round(total, 1), "driver_peak_mb": round(sampler.driver_peak, 1),
             "worker_peak_mb": round(max(sampler.worker.values(), default=0.0), 1), "cpus": os.cpu_count(),
             "cpu_seconds": round(cpu, 1), "cpu_ms_per_doc": round(1000 * cpu / docs, 3),
-            "written_mb": round(sum(sampler.written.values()) / 2**20, 1), "disk_mb": disk,
+            "written_mb": round(sum(sampler.written.values()) / 2**20, 1),
+            "read_mb": round(sum(sampler.read.values()) / 2**20, 1), "disk_mb": disk,
             "disk_mb_per_million": round(disk["total"] * 1e6 / docs, 1), "stages": stages}
 
 
@@ -251,9 +256,9 @@ def run_many_files(files: int, runs: Path) -> dict:
 
 def table(results: list[dict]) -> str:
     """Per size and stage: wall, documents/s, CPU, CPU-ms per document, peak RSS of the driver and the largest
-    worker, MB written; the total row of each size, then its run folder's size on disk per million documents."""
-    lines = ["| documents | stage | wall s | docs/s | CPU s | CPU-ms/doc | driver peak RSS MB | largest worker RSS MB | written MB |",
-             "|---:|---|---:|---:|---:|---:|---:|---:|---:|"]
+    worker, MB read and written; the total row of each size, then its run folder's size on disk per million documents."""
+    lines = ["| documents | stage | wall s | docs/s | CPU s | CPU-ms/doc | driver peak RSS MB | largest worker RSS MB | read MB | written MB |",
+             "|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
     cell = lambda s, key, fmt: format(s[key], fmt) if s.get(key) is not None else "-"
     for r in sorted(results, key=lambda r: (r["until"], r["docs"])):
         for name, s in r["stages"].items():
@@ -261,10 +266,11 @@ def table(results: list[dict]) -> str:
             wall = f"{s['seconds']:.1f}" if s["seconds"] is not None else "-"
             lines.append(f"| {r['docs']:,} | {name} | {wall} | {rate} | {cell(s, 'cpu_seconds', '.1f')} | "
                          f"{cell(s, 'cpu_ms_per_doc', '.3f')} | {s['driver_rss_mb']:.0f} | {s['worker_rss_mb']:.0f} | "
-                         f"{cell(s, 'written_mb', ',.0f')} |")
+                         f"{cell(s, 'read_mb', ',.0f')} | {cell(s, 'written_mb', ',.0f')} |")
         lines.append(f"| {r['docs']:,} | **total** (through {r['until']}) | {r['total_seconds']:.1f} | "
                      f"{r['docs'] / r['total_seconds']:,.0f} | {cell(r, 'cpu_seconds', '.1f')} | {cell(r, 'cpu_ms_per_doc', '.3f')} | "
-                     f"{r['driver_peak_mb']:.0f} | {r['worker_peak_mb']:.0f} | {cell(r, 'written_mb', ',.0f')} |")
+                     f"{r['driver_peak_mb']:.0f} | {r['worker_peak_mb']:.0f} | {cell(r, 'read_mb', ',.0f')} | "
+                     f"{cell(r, 'written_mb', ',.0f')} |")
     disk = [r for r in results if r.get("disk_mb")]
     if disk:
         lines += ["", "| documents | through | run folder MB | MB per million documents | largest entries (MB) |", "|---:|---|---:|---:|---|"]
