@@ -223,10 +223,9 @@ def shingle_sets(texts: pa.Array, shingling: Shingling) -> tuple[np.ndarray, np.
 
 
 def warm() -> None:
-    """Compile (or load) the kernels on a tiny input, with the argument types the exact phases pass (the hashes sent
-    between shards arrive read-only from Arrow): `curate.runner.kernels`."""
+    """Compile (or load) the kernels on a tiny input, with the argument types the exact phases pass (both sides of
+    a pair from one `shingle_sets`): `curate.runner.kernels`."""
     for shingling in (Shingling(n=2), Shingling(unit="word", n=2)):
         values, offsets = shingle_sets(pa.array(["ab cd ef", None]), shingling)
-        sent = pa.ListArray.from_arrays(pa.array(offsets.astype(np.int32)), pa.array(values))
         rows = np.arange(2, dtype=np.int64)
-        jaccard_pairs(values, offsets, rows, sent.values.to_numpy(), sent.offsets.to_numpy().astype(np.int64), rows)
+        jaccard_pairs(values, offsets, rows, values, offsets, rows)
