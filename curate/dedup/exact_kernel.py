@@ -168,7 +168,7 @@ def hash_sets(data, offsets, nulls, word, n, whole):
             m = _windows(cps, c, n, whole, BASE, BASE_INV, h)
         at = _sorted_unique(h, m, out, at, counts, tmp)
         starts[d + 1] = at
-    return out[:at].copy(), starts
+    return out[:at], starts   # a view: unique shingles are about one per byte, little of `out` goes unused
 
 
 @njit(cache=True, nogil=True)
