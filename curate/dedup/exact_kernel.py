@@ -9,7 +9,7 @@ the range of values they share first).
 
 The hashes are `exact.shingle_hashes`' to the bit (same polynomial mod 2^64, same mixing), so Jaccards,
 decisions and evidence do not change: `exact.py` is the definition the tests hold this against.
-`nogil=True`: the graph phases run shards on threads.
+`nogil=True`: the graph phases run tasks on threads.
 """
 
 from __future__ import annotations
