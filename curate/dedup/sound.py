@@ -10,9 +10,9 @@ Phases (after the components converge):
   decide    per node partition: each member's component label, sent to its docs shard
   gather    per docs shard: attach each member's signature and length, send it to its component's partition
   settle    per partition of components: representatives and estimates, round by round (`settle_members`);
-            pairs near the threshold go to the kept member's shard
-  exact-a   per docs shard of kept members: attach their shingle hashes, send to the member's shard
-  exact-b   per docs shard of members: the exact Jaccard, sent back to the component's partition
+            pairs near the threshold wait in buckets (`queue_checks`), their documents' shards are told what to hash
+  exact-a   per docs shard: the queued documents' shingle hashes, one file per bucket that needs them
+  exact-b   per bucket of pairs: the exact Jaccard of each pair, for its component's partition
   finalize  per partition of components: the decisions (`finish`), written with their evidence
 """
 
@@ -31,7 +31,7 @@ from curate.dedup.graph import GraphDir, by_shard, write_decisions
 from curate.dedup.layout import read_columns, read_tables, tag_of, write_columns
 from curate.dedup.settle import CHECK, REMOVED, Settled, finish, settle_members
 from curate.dedup.shingles import Shingling
-from curate.dedup.shuffle import partition_of, split
+from curate.dedup.shuffle import partition_of
 from curate.dedup.signature_store import fixed_lists, read_signatures, signature_matrix
 from curate.dedup.spill import DiskRows
 from curate.io import fs
@@ -42,6 +42,7 @@ REPRESENTATIVE, ESTIMATE, EXACT = 1, 2, 3   # indexes into graph.METHODS
 SPILL_BYTES = 256 << 20                     # a partition's signatures over this settle from local disk
 FILL_ROWS = 8192                            # signature rows read and placed at once (scattered: a page each)
 LARGEST = 5                                  # largest component sizes each partition reports
+BUCKET_HASHES = 1 << 24                      # shingles one exact-b task holds, about (8 bytes each: 128 MiB)
 
 
 @dataclass(frozen=True)
@@ -126,8 +127,7 @@ def settle(g: GraphDir, s: Sound, policy: str, by_id: bool, p: int, spill_bytes:
     wait = check & (st.wait >= 0) & ~st.wait_sure
     members = np.r_[np.flatnonzero(solid), np.flatnonzero(wait)]
     partner = np.r_[st.solid[solid], st.wait[wait]]
-    for key, part in by_shard(node[partner], node=node[members], rep=node[partner], label=label[members]):
-        write_columns(g.path("sound", "exact", f"s={tag_of(key)}", f"from-{p:05d}.parquet"), **part)
+    queue_checks(g, p, node[members], node[partner], np.maximum(length[members], 1) + np.maximum(length[partner], 1))
     return {"in": len(node), "checks": len(members), "largest": sorted(np.bincount(comp).tolist(), reverse=True)[:LARGEST]}
 
 
@@ -216,49 +216,66 @@ def pair_lookup(ka: np.ndarray, kb: np.ndarray, value: np.ndarray, qa: np.ndarra
     return out
 
 
-def _sets(s: Sound, texts: pa.Array, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """The shingle hash sets of the given rows of a docs shard, each document hashed once however many pairs it is in:
-    (values, offsets) of a list array and, per entry of `rows`, its set's index."""
-    wanted, at = np.unique(rows, return_inverse=True)
-    values, offsets = shingle_sets(texts.take(pa.array(wanted)), shingling_of(s))
-    return values, offsets, at
-
-
-def _lists(values: np.ndarray, offsets: np.ndarray, at: np.ndarray) -> pa.ListArray:
-    """The sets `at` (indexes into the list array (values, offsets)) as a new list array, gathered without a loop."""
-    lengths = offsets[at + 1] - offsets[at]
-    out = np.zeros(len(at) + 1, np.int64)
-    np.cumsum(lengths, out=out[1:])
-    take = np.repeat(offsets[at] - out[:-1], lengths) + np.arange(out[-1])
-    return pa.ListArray.from_arrays(pa.array(out.astype(np.int32)), pa.array(values[take], pa.uint64()))
-
-
 def shingling_of(s: Sound) -> Shingling:
     return Shingling(**{**s.shingling, "normalize": tuple(s.shingling["normalize"])})
 
 
+def queue_checks(g: GraphDir, p: int, member: np.ndarray, rep: np.ndarray, size: np.ndarray,
+                 bucket_hashes: int = BUCKET_HASHES) -> None:
+    """Queue partition `p`'s pairs (member, rep) for the exact Jaccard: the pairs in buckets of about `bucket_hashes`
+    shingles (`size`: a pair's characters, about its shingles), one exact-b task each (`sound/checks/<p>-<bucket>`);
+    and each docs shard the documents it must hash, with their buckets (`sound/exact/s=<shard>/from-<p>`)."""
+    if not len(member):
+        return
+    bucket = (np.cumsum(size) - 1) // bucket_hashes
+    for k in np.unique(bucket):
+        at = bucket == k
+        write_columns(g.path("sound", "checks", f"{p:05d}-{int(k):05d}.parquet"), node=member[at], rep=rep[at])
+    want, in_bucket = np.concatenate([member, rep]), np.concatenate([bucket, bucket]).astype(U64)
+    order = np.lexsort((in_bucket, want))
+    first = np.r_[True, (want[order][1:] != want[order][:-1]) | (in_bucket[order][1:] != in_bucket[order][:-1])]
+    want, in_bucket = want[order][first], in_bucket[order][first]
+    for key, part in by_shard(want, node=want, bucket=in_bucket):
+        write_columns(g.path("sound", "exact", f"s={tag_of(key)}", f"from-{p:05d}.parquet"),
+                      part=np.full(len(part["node"]), p, U64), **part)
+
+
 def exact_a(g: GraphDir, s: Sound, tag: str, texts: pa.Array) -> dict:
-    """Per shard of representatives: attach each queued pair's representative shingle hashes, send to the member's shard."""
-    c = read_columns(g.path("sound", "exact", f"s={tag}", "*.parquet"), ["node", "rep", "label"], {"node": U64, "rep": U64, "label": U64})
-    values, offsets, at = _sets(s, texts, nodes.row_of(c["rep"]))
-    for key, part in by_shard(c["node"], at=at, **c):
-        hashes = _lists(values, offsets, part.pop("at"))
-        table = pa.table({**{k: pa.array(v) for k, v in part.items()}, "rep_hashes": hashes})
-        write_table(g.path("sound", "exact-b", f"s={tag_of(key)}", f"from-{tag}.parquet"), table, compression="lz4")
+    """Per docs shard: the texts of the documents queued for it, one file per bucket of pairs that needs them
+    (`sound/texts/<p>-<bucket>/from-<shard>`). A text is a seventh of its shingle hashes' bytes (3,000 characters:
+    24 kB of hashes), so the texts travel and each is hashed once, where its pairs are checked."""
+    c = read_columns(g.path("sound", "exact", f"s={tag}", "*.parquet"), ["node", "part", "bucket"],
+                     {"node": U64, "part": U64, "bucket": U64})
+    order = np.lexsort((c["bucket"], c["part"]))
+    part, bucket = c["part"][order], c["bucket"][order]
+    bounds = np.flatnonzero(np.r_[True, (part[1:] != part[:-1]) | (bucket[1:] != bucket[:-1]), True])
+    for a, b in zip(bounds[:-1], bounds[1:]):
+        rows = order[a:b]
+        table = pa.table({"node": pa.array(c["node"][rows]),
+                          "text": texts.take(pa.array(nodes.row_of(c["node"][rows]))).cast(pa.large_string())})
+        write_table(g.path("sound", "texts", f"{int(part[a]):05d}-{int(bucket[a]):05d}", f"from-{tag}.parquet"), table,
+                    compression="lz4")
     return {"in": len(c["node"])}
 
 
-def exact_b(g: GraphDir, s: Sound, tag: str, texts: pa.Array) -> dict:
-    """Per shard of members: the exact Jaccard with the kept member, sent to the component's partition."""
-    t = read_tables(g.path("sound", "exact-b", f"s={tag}", "*.parquet"))
-    if t is None:
-        return {"in": 0}
-    node, label = t.column("node").to_numpy(), t.column("label").to_numpy()
-    values, offsets, at = _sets(s, texts, nodes.row_of(node))
-    reps = t.column("rep_hashes").combine_chunks()   # one uint64 buffer and its offsets, not a Python int per shingle
-    rep_values = reps.values.to_numpy()
-    rep_offsets = reps.offsets.to_numpy().astype(np.int64)
-    sim = jaccard_pairs(values, offsets, at.astype(np.int64), rep_values, rep_offsets, np.arange(len(node), dtype=np.int64))
-    for q, part in split(partition_of(label, g.partitions), g.partitions, node=node, rep=t.column("rep").to_numpy(), jaccard=sim):
-        write_columns(g.path("sound", "exact-done", f"p={q:05d}", f"from-{tag}.parquet"), **part)
-    return {"in": len(node), "passed": int((sim >= s.threshold).sum())}
+def exact_b(g: GraphDir, s: Sound, bucket: str) -> dict:
+    """Per bucket of pairs (`<partition>-<bucket>`): the exact Jaccard of each (member, kept member), for `finalize`;
+    each document's shingles hashed once (`exact_kernel`), however many of the bucket's pairs it is in."""
+    pairs = read_columns(g.path("sound", "checks", f"{bucket}.parquet"), ["node", "rep"], {"node": U64, "rep": U64})
+    t = read_tables(g.path("sound", "texts", bucket, "*.parquet"))
+    held = t.column("node").to_numpy()
+    values, offsets = shingle_sets(t.column("text").combine_chunks(), shingling_of(s))
+    by_node = np.argsort(held, kind="stable")
+    sim = jaccard_pairs(values, offsets, _held(held, by_node, pairs["node"], bucket), values, offsets,
+                        _held(held, by_node, pairs["rep"], bucket))
+    write_columns(g.path("sound", "exact-done", f"p={bucket.split('-')[0]}", f"b={bucket}.parquet"),
+                  node=pairs["node"], rep=pairs["rep"], jaccard=sim)
+    return {"in": len(sim), "passed": int((sim >= s.threshold).sum())}
+
+
+def _held(held: np.ndarray, by_node: np.ndarray, wanted: np.ndarray, bucket: str) -> np.ndarray:
+    """The row of each wanted node among the hash sets a bucket gathered."""
+    at = by_node[np.minimum(np.searchsorted(held[by_node], wanted), len(held) - 1)]
+    if not np.array_equal(held[at], wanted):
+        raise ValueError(f"exact check {bucket}: a document's shingle hashes are missing (re-run the dedup step)")
+    return at

@@ -114,8 +114,10 @@ def _settle(c: Clustering, run: RunDir, shards: list[Task], parts: list[Task], f
     run_phase(_phase("decide", parts, partial(sound.route, g, final)))
     run_phase(_phase("gather", _queued(g, shards, "sound", "route"), partial(_gather, run, g, s, c.by_id)))
     run_phase(_phase("settle", parts, partial(sound.settle, g, s, c.policy, c.by_id)))
-    for name, kind, fn in (("exact-a", "exact", sound.exact_a), ("exact-b", "exact-b", sound.exact_b)):
-        run_phase(_phase(name, _queued(g, shards, "sound", kind), partial(_column, run, "text", partial(fn, g, s)), (EXACT,)))
+    run_phase(_phase("exact-a", _queued(g, shards, "sound", "exact"), partial(_column, run, "text", partial(sound.exact_a, g, s)),
+                     (EXACT,)))
+    buckets = sorted(path.rsplit("/", 1)[1][:-len(".parquet")] for path in fs.files_under(g.path("sound", "checks")))
+    run_phase(_phase("exact-b", [Task(b, f"exact-check bucket {b}", b) for b in buckets], partial(sound.exact_b, g, s), (EXACT,)))
     run_phase(_phase("finalize", parts, partial(sound.finalize, g, s)))
 
 

@@ -122,7 +122,8 @@ def test_decisions_at_the_threshold(inter, union):
 
 
 def test_sorted_unique_on_adversarial_hashes():
-    """The bucket sort: all equal, all in one bucket (past 32 values: np.sort finishes it), descending, random, one value."""
+    """The bucket sort: all equal, all in one bucket (past 32 values: np.sort finishes it), descending, random, one value,
+    buckets of several values out of order."""
     from curate.dedup.exact_kernel import _sorted_unique
 
     rng = np.random.default_rng(2)
@@ -130,6 +131,10 @@ def test_sorted_unique_on_adversarial_hashes():
     cases = [np.full(500, 7, np.uint64), top - np.arange(300, dtype=np.uint64), np.arange(300, dtype=np.uint64)[::-1].copy(),
              rng.integers(0, TOP, 5000, dtype=np.uint64, endpoint=True), np.array([TOP], np.uint64),
              np.r_[rng.integers(0, 1 << 20, 200).astype(np.uint64), rng.integers(0, 1 << 20, 200).astype(np.uint64)]]
+    # buckets of 8 values each in descending order (the insertion pass moves values within a bucket), and the same
+    # beside one bucket of 40 (np.sort for that one, insertion for the rest)
+    small = np.concatenate([(np.uint64(b) << np.uint64(58)) + np.arange(8, 0, -1, dtype=np.uint64) for b in range(8)])[::-1].copy()
+    cases += [small, np.r_[small, (np.uint64(9) << np.uint64(58)) + np.arange(40, 0, -1, dtype=np.uint64), small[:5]]]
     for h in cases:
         out = np.zeros(len(h) + 3, np.uint64)
         end = _sorted_unique(h, len(h), out, 3, np.empty((1 << 16) + 1, np.int64), np.empty(len(h), np.uint64))
