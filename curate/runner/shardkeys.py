@@ -21,6 +21,7 @@ from curate.stages.base import Stage
 
 __all__ = ["ShardInputs", "clear_cache", "file_digest", "removed_digest"]
 
+
 class ShardInputs:
     """`digest(stage, source, shard)`: the content of everything `stage` reads of that docs shard, given the run's
     steps by name."""
