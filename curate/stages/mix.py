@@ -1,6 +1,7 @@
 """The mix stage: how many tokens of each source go into the mixture, and which documents carry them.
 
-Phase `measure` estimates each shard's tokens from its characters and a tokenized sample; the plan
+Phase `measure` estimates each shard's tokens from its characters and a tokenized sample, kept per shard by what
+it read (`curate.stages.measured`: an append measures only new or changed shards); the plan
 (`curate.tokens.mixture`: epochs and effective tokens per source) is printed with its warnings and
 published before any heavy work, or, if it cannot be met (a share of a source with no tokens, a source
 repeated past `allow_epochs`), the run stops there, before anything is tokenized. The accounting phase
@@ -22,6 +23,7 @@ from curate.common.schema import SEED_MAX, Field
 from curate.errors import ConfigError, CurateError
 from curate.rundir import MixRecord
 from curate.stages.phase import Phase
+from curate.stages import measured
 from curate.stages.reads import tokenizer_identity
 from curate.stages.facets import Facets
 from curate.stages.registry import stage
@@ -154,7 +156,12 @@ class MixStage(ShardStage):
         if self.options["rehydrate"] is not None and self.dedup_step() is None:
             raise CurateError(f"stages.{self.name}.rehydrate: needs a dedup step before {self.name} (its cluster sizes)")
         spec = self.tokenizer_spec()
-        stats = run_phase(Phase("measure", tasks, functools.partial(self.measure, (spec, canonical_json(tokenizer_identity(spec))))))
+        identity = (spec, canonical_json(tokenizer_identity(spec)))
+        measure = functools.partial(self.measure, identity)
+        if self.holds:   # a no-op re-run: every marker is there, no shard is hashed
+            stats = run_phase(Phase("measure", tasks, measure))
+        else:
+            stats = measured.reuse(self, tasks, identity[1], lambda todo: run_phase(Phase("measure", todo, measure)))
         available = {}
         for source in self.pipeline.priority:  # a source without shards has no tokens: a share of it cannot be met
             mine = [m for m in stats if m["source"] == source]
@@ -200,6 +207,10 @@ class MixStage(ShardStage):
                 sample_chars = pc.sum(pc.utf8_length(sample)).as_py() or 0
         return {"in": docs, "docs": docs, "chars": chars, "sample_chars": sample_chars, "sample_tokens": sample_tokens,
                 "weighted_chars": weighted, "by_weight": by_weight}
+
+    def owned_paths(self) -> list[str]:
+        """All but the kept measurements (`measured`): they are keyed by what each shard's measurement read."""
+        return [p for p in super().owned_paths() if p != self.run.work(self.name)]
 
     def setup(self) -> None:
         self.plan = self.run.record(self.name, MixRecord).plan

@@ -63,6 +63,19 @@ class TokenizeStage(ShardStage):
         rehydrate = (record.plan or {}).get("rehydrate") if record is not None else None
         return [self.run.clusters(rehydrate["dedup"], source, shard)] if rehydrate else []
 
+    def record_part(self, step, source):
+        """Of the mix plan, only what gives this source's documents their copies (`doc_copies`): its epochs, the seed,
+        and the rehydration's table and factor. Another source's share moving keeps this source's shards."""
+        if step != self.upstream.get("mix"):
+            return None
+        record = self.run.find_record(step, MixRecord)
+        plan = (record.plan if record is not None else None) or {}
+        if source not in plan.get("sources", {}):
+            return None
+        r = plan.get("rehydrate")
+        return {"epochs": plan["sources"][source]["epochs"], "seed": plan.get("seed"),
+                "rehydrate": r and {"weights": r["weights"], "dedup": r["dedup"], "factor": r["factor"].get(source)}}
+
     def load_tokenizer(self):
         from curate.tokens.tokenizer import load_tokenizer
 

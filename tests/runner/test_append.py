@@ -127,8 +127,10 @@ def test_three_appends_compute_only_new_work_and_equal_a_fresh_run(corpus, monke
     after = markers(ws / "run")
     minhash = {k for k, t in after.items() if k.startswith("minhash/shards/") and before.get(k) != t}
     assert minhash and all(k.startswith("minhash/shards/top/") for k in minhash), sorted(minhash)
-    # the mix plan changed (dclm lost documents), so tokenize ran on every shard again, and tokenized only the new source
-    assert {k for k, t in after.items() if k.startswith("tokenize/shards/fwe/") and before.get(k) != t}, "tokenize did not run again"
+    # the mix plan changed (dclm lost documents) but not fwe's epochs: tokenize keeps fwe's shards, runs on the new source's
+    # (and on the shards that lost documents), and tokenizes only the new source's documents
+    assert not {k for k, t in after.items() if k.startswith("tokenize/shards/fwe/") and before.get(k) != t}, "fwe tokenized again"
+    assert {k for k in after if k.startswith("tokenize/shards/top/")}, "the new source was not tokenized"
     assert sum(tokenized) == len(_texts(ws, "run/kept/top/*.parquet", 1000)) > 0, tokenized
     # every node number moved (cluster numbers in the ledger details with them): a shard whose dedup removed the same
     # documents as before is not read again by signals, only one whose removals changed
@@ -314,3 +316,29 @@ def test_an_append_on_ray_workers_equals_a_fresh_inline_run(corpus, monkeypatch,
            + [(f"own-{i}", f"{t}\n\nA paragraph of its own, number {i}.") for i, t in enumerate(_texts(ws, "run/kept/zyda/*.parquet", 4))])
     assert run_cli("pipeline.yaml", "--output", "run", "--workers", "2", "-q", "--no-report") == 0
     _equals_fresh(ws, "an append on 2 Ray workers")
+
+
+def test_an_append_measures_tokenizes_and_keeps_only_the_new_shard(corpus, monkeypatch, tmp_path):
+    """A file of new pages added to dolma_cc: mix measures only its shard (the others' measurements are kept by what
+    they read), and with every source's epochs unchanged in the plan, tokenize and kept run on that shard alone."""
+    ws = tmp_path / "ws"
+    _base(corpus, ws)
+    monkeypatch.chdir(ws)
+    _run(ws, "run")
+    import curate.stages.mix as mix
+
+    measured = []
+    measure = mix.MixStage.measure
+    monkeypatch.setattr(mix.MixStage, "measure", lambda self, spec, shard: measured.append(shard) or measure(self, spec, shard))
+    before = markers(ws / "run")
+    _dolma(ws / "corpus/dolma_cc/data/cc_en_head/zzz-new.json.gz",
+           [(f"late-{i}", f"a late page number {i} on pottery and kilns " * 25) for i in range(6)])
+    _run(ws, "run")
+    after = markers(ws / "run")
+    new = {k.rsplit("/", 1)[-1].removesuffix(".json") for k in after if k.startswith("ingest/read/") and k not in before}
+    assert len(new) == 1, new
+    assert [(s.source, s.shard) for s in measured] == [("dolma_cc", *new)], measured
+    for step in ("tokenize", "kept"):
+        again = {k for k, t in after.items() if k.startswith(f"{step}/shards/") and before.get(k) != t}
+        assert again == {f"{step}/shards/dolma_cc/{next(iter(new))}.json"}, (step, sorted(again))
+    _equals_fresh(ws, "an append measured by shard")

@@ -215,10 +215,12 @@ MUTATIONS = {
     "filter switched off": (_set("stages.quality_filter.enabled=false"), BEFORE_MIX, ["signals"]),
     "input file edited in place": (_edit_text, ALL, []),
     "input file added": (_add_file, ALL, []),
-    "input file removed": (_remove_file, {"ingest", "dedup", "mix", "tokenize", "pack", "manifest"},
-                           ["minhash", "signals", "quality_filter", "quality", "dual_use", "kept"]),   # the other shards' results hold
+    # the other shards' results hold (tokenize's too: every source's epochs in the plan are the same)
+    "input file removed": (_remove_file, {"ingest", "dedup", "mix", "pack", "manifest"},
+                           ["minhash", "signals", "quality_filter", "quality", "dual_use", "tokenize", "kept"]),
     "priority": (_set("priority=[dolma_cc, fwe, dclm, zyda]"), ALL - {"ingest", "minhash"}, ["ingest", "minhash"]),
-    "source removed": (_remove_source, ALL - {"ingest", "minhash", "signals", "quality_filter"}, ["minhash", "signals", "quality_filter"]),
+    "source removed": (_remove_source, ALL - {"ingest", "minhash", "signals", "quality_filter", "tokenize"},   # the others' epochs hold
+                       ["minhash", "signals", "quality_filter", "tokenize"]),
     # kept reuses every shard: the mix's new plan leaves each shard's ledger as it was (only token ids change)
     "tokenizer": (_tokenizer_file, AFTER_MIX - {"kept"}, ["dual_use", "kept"]),
     "mix epochs": (_set("stages.mix.epochs.dclm=0.7"), AFTER_MIX, ["dual_use"]),
