@@ -48,7 +48,7 @@ def step_table(runs: list[dict], target: float, node_cpus: int, hours: float) ->
         lines.append(f"| {name} | {per_doc} | {cpu_h:,.0f} | {read:,.1f} | {written:,.1f} | {worker} | {driver} | "
                      f"{tasks:,.0f} |")
     nodes = math.ceil(total_cpu / hours / node_cpus)
-    lines.append(f"| **total** | " + " / ".join(f"{r['cpu_ms_per_doc']:.3f}" for r in runs)
+    lines.append("| **total** | " + " / ".join(f"{r['cpu_ms_per_doc']:.3f}" for r in runs)
                  + f" | **{total_cpu:,.0f}** | | | | | |")
     lines.append("")
     lines.append(f"{target:,.0f} documents: {total_cpu:,.0f} CPU-hours = **{nodes:,} node{'s' * (nodes != 1)} of "
