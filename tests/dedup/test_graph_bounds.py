@@ -14,6 +14,8 @@ from curate.dedup.signature_store import fixed_lists
 from curate.io.parquet import read_table, write_table
 from curate.dedup.settle import Settled, settle_members
 
+from dedup.test_components import _union_find  # the plain union-find the components are checked against
+
 MEMBERS = 50_000
 
 
@@ -83,22 +85,6 @@ def test_a_giant_clusters_signatures_settle_from_disk_to_the_same_state(tmp_path
     assert peaks[0] < members * 128 * 4 < peaks[1 << 40], peaks
 
 
-def _union_find(n, u, v):
-    parent = list(range(n))
-
-    def find(x):
-        while parent[x] != x:
-            parent[x] = parent[parent[x]]
-            x = parent[x]
-        return x
-
-    for a, b in zip(u.tolist(), v.tolist()):
-        ra, rb = find(a), find(b)
-        if ra != rb:
-            parent[max(ra, rb)] = min(ra, rb)
-    return np.array([find(x) for x in range(n)])
-
-
 def test_components_over_many_partitions_equal_a_plain_union_find(tmp_path):
     """Band rows in the minhash layout -> buckets, init, send/receive over 16 partitions: every linked node is
     labelled with its component's smallest node, as a union-find over the same buckets says."""
@@ -127,7 +113,7 @@ def test_components_over_many_partitions_equal_a_plain_union_find(tmp_path):
     flat_keys, doc_of = keys.reshape(-1), np.repeat(np.arange(docs), bands)
     order = np.argsort(flat_keys, kind="stable")
     same = flat_keys[order][1:] == flat_keys[order][:-1]
-    want = _union_find(docs, doc_of[order][:-1][same], doc_of[order][1:][same])
+    want = np.array(_union_find(docs, zip(doc_of[order][:-1][same].tolist(), doc_of[order][1:][same].tolist())))
     linked = np.flatnonzero(np.bincount(want, minlength=docs)[want] > 1)
     assert len(linked) > docs // 2 and rnd > 1
     assert labels == {int(nodes.pack(0, 0, np.array([d]))[0]): int(nodes.pack(0, 0, np.array([want[d]]))[0]) for d in linked}
