@@ -22,6 +22,14 @@ def partitions_for(docs: int) -> int:
     return min(MAX_PARTITIONS, max(1, -(-docs // DOCS_PER_PARTITION)))
 
 
+def partitions_kept(before: int | None, docs: int) -> int:
+    """An earlier run's count while it holds at most twice DOCS_PER_PARTITION a partition, else `partitions_for`.
+    Outputs do not depend on the count (only where work files lie), and a new count splits every shard's band keys
+    again: an append that grows the corpus a little keeps it, and the count changes once per doubling."""
+    need = partitions_for(docs)
+    return before if before is not None and need <= 2 * before <= 2 * MAX_PARTITIONS else need
+
+
 def shard_numbers(shards: list[tuple[str, str]], priority: list[str]) -> dict[tuple[str, str], tuple[int, int]]:
     """(source, shard) -> (priority index, shard index within the source), from the run's docs shards."""
     by_source: dict[str, list[str]] = {}

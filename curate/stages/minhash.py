@@ -22,7 +22,7 @@ import pyarrow.compute as pc
 from curate.common.schema import SEED_MAX, Field
 from curate.dedup import nodes
 from curate.dedup.bands import choose_bands, format_s_curve
-from curate.dedup.layout import partitions_for, repartition
+from curate.dedup.layout import partitions_kept, repartition
 from curate.dedup.presets import PRESETS, get_preset
 from curate.dedup.signature_store import MinhashSink, fixed_lists
 from curate.dedup.signatures import MinHasher
@@ -161,9 +161,14 @@ class MinhashStage(ShardStage):
         fs.remove(self.run.state(self.name, "repartition"))
 
     def partitions_now(self) -> int:
-        """The hash partitions of band keys: the option, else one per 250,000 documents that reach this step."""
+        """The hash partitions of band keys: the option, else one per 250,000 documents that reach this step, or the
+        count an earlier run of this step chose while that still holds them (`partitions_kept`)."""
+        if self.options["partitions"]:
+            return self.options["partitions"]
         docs_step = self.previous[-1] if self.previous else self.upstream["docs"]
-        return self.options["partitions"] or partitions_for(sum(m["kept"] for m in self.run.markers(docs_step)))
+        before = self.run.find_record(self.name, MinhashRecord)
+        return partitions_kept(before.partitions if before is not None else None,
+                               sum(m["kept"] for m in self.run.markers(docs_step)))
 
     def source_outputs(self, source: str) -> list[str]:
         """Its work files of the source too (band rows in every partition, signatures), so a changed shard's go."""
