@@ -25,7 +25,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from curate.dedup import nodes
+from curate.dedup import exact_cache, nodes
+from curate.dedup.exact_cache import pair_lookup
 from curate.dedup.exact_kernel import jaccard_pairs, shingle_sets
 from curate.dedup.graph import GraphDir, by_shard, write_decisions
 from curate.dedup.layout import read_columns, read_tables, tag_of, write_columns
@@ -53,6 +54,11 @@ class Sound:
     signatures: str      # the minhash stage's signature files: <source>/<shard>.parquet
     shingling: dict      # how that stage shingled (the exact Jaccard uses the same shingles)
     frozen: str | None = None   # an earlier run or manifest whose kept documents are never removed (`curate.dedup.frozen`)
+    cache: str | None = None    # exact checks' results kept across runs (`curate.dedup.exact_cache`; None: none kept)
+
+    def ids(self, g: GraphDir) -> str:
+        """Where the run's docs shard ids for the cache are (`exact_cache.write_ids`)."""
+        return g.path("sound", "shard-ids.parquet")
 
 
 def route(g: GraphDir, rnd: int, p: int) -> dict:
@@ -127,8 +133,23 @@ def settle(g: GraphDir, s: Sound, policy: str, by_id: bool, p: int, spill_bytes:
     wait = check & (st.wait >= 0) & ~st.wait_sure
     members = np.r_[np.flatnonzero(solid), np.flatnonzero(wait)]
     partner = np.r_[st.solid[solid], st.wait[wait]]
+    ask = _reuse(g, s, p, node[members], node[partner])
+    members, partner = members[ask], partner[ask]
     queue_checks(g, p, node[members], node[partner], np.maximum(length[members], 1) + np.maximum(length[partner], 1))
-    return {"in": len(node), "checks": len(members), "largest": sorted(np.bincount(comp).tolist(), reverse=True)[:LARGEST]}
+    return {"in": len(node), "checks": len(ask), "reused": int((~ask).sum()),
+            "largest": sorted(np.bincount(comp).tolist(), reverse=True)[:LARGEST]}
+
+
+def _reuse(g: GraphDir, s: Sound, p: int, member: np.ndarray, rep: np.ndarray) -> np.ndarray:
+    """The pairs an earlier run checked (`exact_cache`) go straight to `finalize` (`exact-done/p=<p>/b=reused`);
+    which of the pairs must still be checked (a mask)."""
+    if s.cache is None or not len(member):
+        return np.ones(len(member), bool)
+    jaccard = exact_cache.lookup(s.cache, exact_cache.read_ids(s.ids(g)), member, rep)
+    hit = ~np.isnan(jaccard)
+    if hit.any():
+        write_columns(g.path("sound", "exact-done", f"p={p:05d}", "b=reused.parquet"), node=member[hit], rep=rep[hit], jaccard=jaccard[hit])
+    return ~hit
 
 
 def _without_signatures(paths: list[str]) -> pa.Table:
@@ -171,11 +192,13 @@ def finalize(g: GraphDir, s: Sound, p: int) -> dict:
                          "solid": np.int64, "solid_sim": np.float32, "wait": np.int64, "wait_sim": np.float32, "wait_sure": bool,
                          "frozen": bool})
     node = cols["node"]
+    done = read_columns(g.path("sound", "exact-done", f"p={p:05d}", "*.parquet"), ["node", "rep", "jaccard"],
+                        {"node": U64, "rep": U64, "jaccard": np.float64})
+    if s.cache is not None:   # every pair this partition used, found or checked now, for the next run
+        exact_cache.store(s.cache, p, exact_cache.read_ids(s.ids(g)), done["node"], done["rep"], done["jaccard"])
     if not len(node):
         return {"in": 0, "removed": 0}
     st = Settled(*(cols[k] for k in STATE))
-    done = read_columns(g.path("sound", "exact-done", f"p={p:05d}", "*.parquet"), ["node", "rep", "jaccard"],
-                        {"node": U64, "rep": U64, "jaccard": np.float64})
 
     def measured(partner: np.ndarray) -> np.ndarray:  # exact Jaccard of (member, partner), NaN where not checked
         return pair_lookup(done["node"], done["rep"], done["jaccard"], node, np.where(partner >= 0, node[partner], 0), partner >= 0)
@@ -194,26 +217,6 @@ def finalize(g: GraphDir, s: Sound, p: int) -> dict:
     frozen_rep = gone & cols["frozen"][rep] if s.frozen else None
     write_decisions(g, f"{p:05d}", node, cols["label"], gone, node[rep], sim, method.astype(np.uint8), cols["length"], frozen_rep)
     return {"in": len(node), "removed": int(gone.sum()), "exact_removed": int((gone & check).sum()), "sure": int((st.fate == REMOVED).sum())}
-
-
-def pair_lookup(ka: np.ndarray, kb: np.ndarray, value: np.ndarray, qa: np.ndarray, qb: np.ndarray, use: np.ndarray) -> np.ndarray:
-    """value of the key (qa, qb) among the keys (ka, kb), the last one where a key repeats (as a dict built from them
-    would), NaN where absent or not `use`d: one sort of keys and queries together, not a dict lookup per member."""
-    n = len(ka)
-    a, b = np.concatenate([ka, qa]).astype(np.uint64), np.concatenate([kb, qb]).astype(np.uint64)
-    query = np.arange(n + len(qa)) >= n
-    order = np.lexsort((np.arange(len(a)), query, b, a))  # per key: its entries in file order, then the queries
-    pos = np.where(query[order], -1, np.arange(len(order)))
-    last = np.maximum.accumulate(pos)  # the latest entry at or before each sorted position
-    out = np.full(len(qa), np.nan)
-    qs = np.flatnonzero(query[order])
-    hit = last[qs] >= 0
-    src = order[np.where(hit, last[qs], 0)]
-    hit &= (a[src] == a[order[qs]]) & (b[src] == b[order[qs]])
-    qi = order[qs] - n
-    out[qi[hit]] = np.asarray(value, np.float64)[src[hit]]
-    out[~np.asarray(use, bool)] = np.nan
-    return out
 
 
 def shingling_of(s: Sound) -> Shingling:

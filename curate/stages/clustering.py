@@ -15,7 +15,7 @@ from typing import Iterator
 import numpy as np
 import pyarrow as pa
 
-from curate.dedup import frozen, graph, nodes, sound, verify
+from curate.dedup import exact_cache, frozen, graph, nodes, sound, verify
 from curate.dedup.shingles import Shingling
 from curate.errors import CurateError
 from curate.io import fs
@@ -23,6 +23,7 @@ from curate.io.parquet import ParquetSink, read_table
 from curate.rundir.edits import apply_edits, read_spans
 from curate.dedup.layout import shard_numbers, shard_tag
 from curate.rundir import DedupRecord, IngestRecord, RunDir
+from curate.rundir.digests import file_digest
 from curate.stages.facets import Facets, Kernel
 from curate.stages.phase import Phase, PhaseRunner, Task
 from curate.stages.shard import Output, ShardRef, ShardStage, removals
@@ -113,12 +114,31 @@ def _settle(c: Clustering, run: RunDir, shards: list[Task], parts: list[Task], f
     g, s = c.graph, c.sound
     run_phase(_phase("decide", parts, partial(sound.route, g, final)))
     run_phase(_phase("gather", _queued(g, shards, "sound", "route"), partial(_gather, run, g, s, c.by_id)))
-    run_phase(_phase("settle", parts, partial(sound.settle, g, s, c.policy, c.by_id)))
+    if s.cache is not None:
+        exact_cache.write_ids(s.ids(g), shard_ids(run, [t.payload for t in shards], s.shingling))
+    settled = run_phase(_phase("settle", parts, partial(sound.settle, g, s, c.policy, c.by_id)))
+    if s.cache is not None:
+        pairs, reused = sum(r.get("checks", 0) for r in settled), sum(r.get("reused", 0) for r in settled)
+        log.info("[%s: exact] %s of %s pairs reused, %s checked", c.stage, f"{reused:,}", f"{pairs:,}", f"{pairs - reused:,}")
     run_phase(_phase("exact-a", _queued(g, shards, "sound", "exact"), partial(_column, run, "text", partial(sound.exact_a, g, s)),
                      (EXACT,)))
     buckets = sorted(path.rsplit("/", 1)[1][:-len(".parquet")] for path in fs.files_under(g.path("sound", "checks")))
     run_phase(_phase("exact-b", [Task(b, f"exact-check bucket {b}", b) for b in buckets], partial(sound.exact_b, g, s), (EXACT,)))
     run_phase(_phase("finalize", parts, partial(sound.finalize, g, s)))
+    if s.cache is not None:
+        exact_cache.prune(s.cache, g.partitions)
+
+
+def shard_ids(run: RunDir, jobs: list[ShardJob], shingling: dict) -> dict[int, int]:
+    """Per docs shard (by shard key), the id of its texts as the exact check reads them (`exact_cache.shard_id`): its
+    docs file and the edits before the step, by content (`digests`: hashed once a process, which later steps' per-shard
+    keys hash too)."""
+    out = {}
+    for j in jobs:
+        priority, index = (int(x) for x in j.tag.split("-"))
+        digests = [file_digest(run.docs(j.source, j.shard)), *(file_digest(run.edits(step, j.source, j.shard)) for step in j.editors)]
+        out[(priority << int(nodes.SHARD_BITS)) | index] = exact_cache.shard_id(j.source, j.shard, digests, shingling)
+    return out
 
 
 def _gather(run: RunDir, g: graph.GraphDir, s: sound.Sound, by_id: bool, job: ShardJob) -> dict:

@@ -67,12 +67,21 @@ class DedupStage(ClusterStage):
         if o["mode"] == "sound" and not mh.signatures:
             raise CurateError(f"stage '{self.name}': the minhash step kept no signatures (an older run); run it again "
                               f"(delete {self.run.work(self.upstream['minhash'])}) or --set stages.{self.name}.mode=unverified")
-        sound = (Sound(o["threshold"], o["margin"], o["rounds"], mh.signatures, mh.shingling, o["frozen"]) if o["mode"] == "sound" else None)
+        sound = (Sound(o["threshold"], o["margin"], o["rounds"], mh.signatures, mh.shingling, o["frozen"], self.exact_cache())
+                 if o["mode"] == "sound" else None)
         cluster(Clustering(self.name, GraphDir(self.graph_root(), mh.partitions), mh.bands, o["policy"], by_id,
                            o["max_rounds"], o["verify"], mh.shingling, sound, self.shard_numbers()),
                 self.run, self.jobs(tasks), run_phase)
         super().execute(tasks, run_phase)
         self.alarm()
+
+    def exact_cache(self) -> str:
+        """The exact checks' results, kept across runs (`curate.dedup.exact_cache`): `RUN/_work/<step>/exact/`."""
+        return self.run.work(self.name, "exact")
+
+    def owned_paths(self) -> list[str]:
+        """All but the kept exact checks: keyed by the texts they read, an append reuses them (the graph goes)."""
+        return [p for p in super().owned_paths() if p != self.run.work(self.name)] + [self.graph_root()]
 
     @classmethod
     def validate_options(cls, options, sources, file, key):
