@@ -114,7 +114,7 @@ def _settle(c: Clustering, run: RunDir, shards: list[Task], parts: list[Task], f
     g, s = c.graph, c.sound
     run_phase(_phase("decide", parts, partial(sound.route, g, final)))
     run_phase(_phase("gather", _queued(g, shards, "sound", "route"), partial(_gather, run, g, s, c.by_id)))
-    if s.cache is not None:
+    if s.cache is not None and not fs.exists(s.ids(g)):   # (a resumed or no-op run has them: its graph holds, so its docs do)
         exact_cache.write_ids(s.ids(g), shard_ids(run, [t.payload for t in shards], s.shingling))
     settled = run_phase(_phase("settle", parts, partial(sound.settle, g, s, c.policy, c.by_id)))
     if s.cache is not None:
