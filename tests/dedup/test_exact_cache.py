@@ -31,7 +31,7 @@ def _pipeline(tmp: Path, corpus: Path, sources: list[str], threshold: float = 0.
 def _run(tmp: Path, corpus: Path, out: Path, sources: list[str], threshold: float = 0.8, capfd=None) -> list[str]:
     if capfd is not None:
         capfd.readouterr()
-    assert run_cli(_pipeline(tmp, corpus, sources, threshold), "--output", out, "--inline", "-q") == 0
+    assert run_cli(_pipeline(tmp, corpus, sources, threshold), "--output", out, "--inline", *([] if capfd else ["-q"])) == 0
     said = capfd.readouterr() if capfd is not None else None
     return [] if said is None else (said.out + said.err).splitlines()
 
