@@ -205,7 +205,7 @@ def _manifest(args) -> int:
     if parent and (inside := enclosing_run(parent)):
         raise UsageError(f"curate manifest publish: {args.dest} lies inside the run directory {inside}; "
                          "publish to a folder outside every run")
-    report = publish(args.run, args.dest)
+    report = publish(args.run, args.dest, allow_originals=args.allow_originals)
     print(f"published {report['files']} files ({report['bytes']:,} bytes) to {report['dest']} in {report['seconds']:.1f}s; "
           "manifest.json written last")
     return 0
@@ -327,6 +327,8 @@ def parser() -> argparse.ArgumentParser:
     m.add_argument("action", choices=["verify", "publish"])
     m.add_argument("run", help="run directory (local path or fsspec URI)")
     m.add_argument("dest", nargs="?", help="publish: destination (local folder, s3://bucket/prefix, ...)")
+    m.add_argument("--allow-originals", action="store_true",
+                   help="publish: also publish span files that keep the replaced originals (keep_original: true: PII)")
     m.set_defaults(func=_manifest)
 
     from curate.train_quality import add_parser as add_train_parser

@@ -60,10 +60,24 @@ def _problems(lines: list[str], limit: int = 20) -> str:
     return "\n  ".join(lines[:limit]) + more
 
 
+def _originals(src_fs, src_root: str, listed: dict) -> list[str]:
+    """The listed span files (edits/) that hold the original text each edit replaced (`keep_original: true`): the
+    very PII a pii step took out. One Parquet footer each."""
+    import pyarrow.parquet as pq
+
+    found = []
+    for rel in sorted(p for p in listed if p.startswith("edits/") and p.endswith(".parquet")):
+        with src_fs.open(fs.join(src_root, rel), "rb") as handle:
+            if "original" in pq.read_schema(handle).names:
+                found.append(rel)
+    return found
+
+
 def publish(run: str, dest: str, storage_options: dict | None = None, *, run_storage_options: dict | None = None,
-            workers: int | None = None) -> dict:
+            workers: int | None = None, allow_originals: bool = False) -> dict:
     """Verify RUN, copy its listed files (and pipeline.yaml) to DEST, check their sizes there, then write
-    DEST/manifest.json. `storage_options` are for DEST, `run_storage_options` for RUN.
+    DEST/manifest.json. `storage_options` are for DEST, `run_storage_options` for RUN. Span files that keep the
+    replaced originals are refused unless `allow_originals` (publishing them would publish what pii removed).
 
     Returns {"dest", "files", "bytes", "seconds"}. Raises CurateError, leaving no manifest at DEST, if RUN
     fails verification, a file changes while being copied, or a copy or the size check at DEST fails."""
@@ -80,6 +94,10 @@ def publish(run: str, dest: str, storage_options: dict | None = None, *, run_sto
     if _within(src_fs, src_root, dst_fs, dst_root):
         raise UsageError(f"cannot publish {run} onto itself or into its own folder ({dest}); publish to a folder outside the run")
     listed = {e["path"]: (e["bytes"], e["sha256"]) for e in manifest["files"]}
+    if not allow_originals and (kept := _originals(src_fs, src_root, listed)):
+        raise UsageError(f"refusing to publish {run}: {kept[0]}{f' and {len(kept) - 1} more span files' if len(kept) > 1 else ''} "
+                         "keep the original text each edit replaced (keep_original: true), the PII the step took out; "
+                         "run the step without keep_original, or pass --allow-originals to publish them anyway")
     items = dict(listed)
     for extra in EXTRAS:
         if extra not in items and src_fs.exists(fs.join(src_root, extra)):

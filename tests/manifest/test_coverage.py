@@ -92,3 +92,21 @@ def test_publish_may_finish_into_its_own_published_copy(run, tmp_path):
     assert main(["manifest", "publish", str(run), str(tmp_path / "dest")]) == 0
     assert main(["manifest", "publish", str(run), str(tmp_path / "dest")]) == 0   # a retry: DEST is this run's copy
     assert verify(str(tmp_path / "dest")) == [] and (tmp_path / "dest" / "edits" / "pii" / "web" / f"{SHARD}.parquet").exists()
+
+
+def test_publish_refuses_span_files_that_keep_the_replaced_originals(tmp_path, capsys):
+    """keep_original: true stores each replaced e-mail in edits/: publishing that would publish the PII itself."""
+    d = tmp_path
+    (d / "a.jsonl").write_text('{"text": "mail me at robert.smith@gmail.com please, a fine document"}\n')
+    (d / "p.yaml").write_text(f"name: t\nsources:\n  web: {{format: jsonl, paths: '{d}/a.jsonl'}}\nstages:\n"
+                              "  ingest: {}\n  pii: {kinds: [email], keep_original: true}\n  tokenize: {tokenizer: gpt2}\n"
+                              "  pack: {seq_len: 64}\n  manifest: {}\n")
+    assert run_cli(d / "p.yaml", "--output", d / "run", "--inline", "-q") == 0
+    spans = pq.read_table(d / "run" / "edits" / "pii" / "web" / f"{SHARD}.parquet")
+    assert spans.column("original").to_pylist() == ["robert.smith@gmail.com"]
+    assert main(["manifest", "publish", str(d / "run"), str(d / "dest")]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "keep the original text each edit replaced" in err[0] and "--allow-originals" in err[0]
+    assert not (d / "dest").exists()
+    assert main(["manifest", "publish", str(d / "run"), str(d / "dest"), "--allow-originals"]) == 0
+    assert verify(str(d / "dest")) == []
