@@ -1,7 +1,8 @@
-"""Token ids kept apart from copy counts, so a tokenize step never tokenizes a document it has seen before.
+"""Token ids kept by text, so a tokenize step never tokenizes a document it has seen before.
 
-After an append the mix plan changes, and with it every shard's copy counts: the tokenize step redoes every
-shard, but the token ids of a document depend only on its text and the tokenizer. Each shard's ids are kept in
+A tokenize step redoes a shard whose live documents changed (after an append, a `weights` plan downsamples more or
+fewer of a grown source's documents; dedup removes old documents that a new, higher-priority source copies), but
+the token ids of a document depend only on its text and the tokenizer. Each shard's ids are kept in
 `_work/<step>/tokens/<tokenizer key>/<source>/<shard>.parquet` (id, text_hash, tokens); a recomputed shard takes
 the tokens of every document whose id and text hash match and tokenizes only the rest. What the step writes is the
 same either way: token ids are a function of the text (checked by `text_hash`, xxh3 of the UTF-8 text).
