@@ -1,9 +1,10 @@
 """The pack stage: fixed-length training sequences in the trainer's format, one prefix per source.
 
 Per docs shard (`curate.tokens.shard.pack_shard`): read the token documents of the tokenize step its `upstream`
-names, expand each document to its copies under the plan of the mix step before it (`doc_copies`: epochs, seed and,
-with rehydration, the dedup cluster sizes; one copy each without a mix step), pack with `best_fit` (split documents longer than `seq_len`,
-then best-fit-decreasing; document boundaries kept), `concat`, or `none`, shuffle the sequences
+names, expand each document to its copies under the plan of the mix step before it (`doc_copies`: epochs, seed
+and, with rehydration, the dedup cluster sizes; one copy each without a mix step: the tokenize step writes each
+document once, so a plan that moved leaves its files alone), pack with `best_fit` (split documents longer than
+`seq_len`, then best-fit-decreasing; document boundaries kept), `concat`, or `none`, shuffle the sequences
 deterministically, and write each format's shard files (`curate.tokens.formats`: Megatron `.bin/.idx` always,
 datatrove `.ds` when asked) to `RUN/<step>/_shards/<source>/`. Then phase `merge` has each format concatenate a
 source's shards, in shard order, into `RUN/<step>/<source>.*`: memory per task is one shard. Beside each
