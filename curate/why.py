@@ -116,7 +116,7 @@ def story(root: str, source: str, doc_id: str) -> dict:
     inputs = {(s["source"], s["shard"]): s["input"] for s in (ingest.shards if ingest else [])}
     out = {"source": source, "id": doc_id, "input": inputs.get((source, shard)), "shard": shard, "row": row,
            "steps": [], "status": "kept", "tokens": []}
-    removed = False
+    removed, plan = False, None
     for name, use, enabled in steps_of(run):
         step = {"step": name, "use": use, "status": "not reached" if removed else "passed" if enabled else "disabled"}
         if not enabled:
@@ -137,9 +137,10 @@ def story(root: str, source: str, doc_id: str) -> dict:
             step["cluster"] = _plain(cluster[0])
         if fs.exists(run.quarantine(name, source, shard)) and _rows(run.quarantine(name, source, shard), doc_id, ["id"]):
             step["quarantined"] = True
-        if (tokens := _token_row(run, name, source, shard, doc_id)) is not None:
+        if (tokens := _token_row(run, name, source, shard, doc_id, plan)) is not None:
             step["tokens"] = tokens
         if (mix := run.find_record(name, MixRecord)) is not None:
+            plan = mix.plan
             step["plan"] = {k: v for k, v in (mix.plan.get("sources") or {}).get(source, {}).items()
                             if k in ("weight", "epochs", "share")}
         if (pack := run.find_record(name, PackRecord)) is not None and not removed:
@@ -154,14 +155,21 @@ def _plain(row: dict) -> dict:
             for k, v in row.items() if k not in ("id", "source", "text", "hashes")}
 
 
-def _token_row(run, step: str, source: str, shard: str, doc_id: str) -> dict | None:
-    """A tokenize step's count and copies of the document (None when `step` wrote no token documents)."""
+def _token_row(run, step: str, source: str, shard: str, doc_id: str, plan: dict | None) -> dict | None:
+    """A tokenize step's count of the document's tokens, and its copies under `plan` (the mix step's before it, as the
+    pack step gives them; one without a mix), or None when `step` wrote no token documents."""
+    import pyarrow as pa
+
     from curate.rundir.views import tokenize_steps
+    from curate.tokens.mixture import doc_copies
 
     if step not in tokenize_steps(run):
         return None
-    rows = _rows(run.token_docs(step, source, shard), doc_id, ["tokens", "copies"])
-    return {"tokens": len(rows[0]["tokens"]), "copies": rows[0]["copies"]} if rows else None
+    rows = _rows(run.token_docs(step, source, shard), doc_id, ["tokens"])
+    if not rows:
+        return None
+    copies = int(doc_copies(run, plan, source, shard, pa.array([doc_id]))[0]) if plan is not None else 1
+    return {"tokens": len(rows[0]["tokens"]), "copies": copies}
 
 
 def where_packed(run, step: str, pack, source: str, shard: str, doc_id: str) -> list[dict]:

@@ -54,6 +54,26 @@ def tree_digest(run: Path, parts=("kept", "ledger", "docs")) -> dict[str, str]:
     return out
 
 
+def token_documents(run: Path, step: str, source: str) -> list[tuple]:
+    """Token ids of every document a tokenize step wrote for `source`, sorted, each as many times as the mix plan
+    copies it (the pack step's copies: `doc_copies` of the run's mix record; once each without a mix step)."""
+    import numpy as np
+
+    from curate.rundir import MixRecord
+    from curate.tokens.mixture import doc_copies
+
+    rundir = RunDir(str(run))
+    plans = [r.plan for p in sorted((run / "_state").glob("*/record.json")) if (r := rundir.find_record(p.parent.name, MixRecord))]
+    assert len(plans) <= 1, "more than one mix step: say which"
+    out = []
+    for f in sorted((run / step / source).glob("*.parquet")):
+        docs = pq.read_table(f, columns=["id", "tokens"])
+        ids = docs.column("id").combine_chunks()
+        n = doc_copies(rundir, plans[0], source, f.stem, ids) if plans else np.ones(len(ids), np.int64)
+        out += [tuple(t) for t, k in zip(docs.column("tokens").to_pylist(), n.tolist()) for _ in range(k)]
+    return sorted(out)
+
+
 def copy_tree(src: Path, dst: Path) -> Path:
     shutil.copytree(src, dst)
     return dst

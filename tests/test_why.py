@@ -15,6 +15,7 @@ import pytest
 import yaml
 
 from curate.cli import main
+from curate.rundir.views import connect
 from curate.tokens.megatron import read_megatron
 from curate.why import command, story
 
@@ -99,9 +100,10 @@ def test_an_edited_document_shows_the_spans_replaced(run_stage):
 
 
 def test_a_kept_document_says_where_its_tokens_are(run, capsys):
-    source, doc, tokens = _one(run, f"SELECT source, id, tokens FROM read_parquet('{run}/tokenize/*/*.parquet') "
-                                    "WHERE copies = 1 ORDER BY id LIMIT 1")
+    source, doc = connect(str(run)).sql("SELECT source, id FROM tokens WHERE copies = 1 ORDER BY id LIMIT 1").fetchall()[0]
+    (tokens,) = _one(run, f"SELECT tokens FROM read_parquet('{run}/tokenize/{source}/*.parquet') WHERE id = '{doc}'")
     s = story(str(run), source, doc)
+    assert next(x for x in s["steps"] if x["step"] == "tokenize")["tokens"] == {"tokens": len(tokens), "copies": 1}
     assert s["status"] == "kept" and s["input"] and s["steps"][0]["status"] == "passed"
     chunks = [t for t in s["tokens"] if t["format"] == "megatron"]
     assert sum(c["length"] for c in chunks) == len(tokens)
@@ -110,6 +112,7 @@ def test_a_kept_document_says_where_its_tokens_are(run, capsys):
         assert np.array_equal(stream[c["token"]: c["token"] + c["length"]], tokens[c["doc_offset"]: c["doc_offset"] + c["length"]])
     assert main(["why", str(run), source, doc]) == 0
     out = capsys.readouterr().out
+    assert f"tokenize (tokenize): passed: {len(tokens)} tokens x 1 copies" in out
     assert f"{source} {doc}: kept" in out and f"curate trace {run} pack/{source} --sequence {chunks[0]['sequence']}" in out
     assert main(["why", str(run), source, doc, "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["tokens"] == s["tokens"]

@@ -12,7 +12,7 @@ RUN/edits/<step>/<source>/<shard>.parquet  spans a text-editing step (pii) repla
 RUN/<stage>/clusters/<source>/...         a dedup step's clusters (id, source, cluster, kept)
 RUN/_work/<stage>/...                     a stage's intermediate files (band keys, graph rounds, scans, scores)
 RUN/_work/<ingest>/index/<source>/<shard>.parquet  the docs shard's ids by hash, for `curate why` (idindex.py)
-RUN/<tokenize step>/<source>/<shard>.parquet  token ids per document (id, tokens, copies, source)
+RUN/<tokenize step>/<source>/<shard>.parquet  token ids per document (id, tokens, source); copies: the pack step's
 RUN/<pack step>/<source>.bin/.idx (.ds)   packed tokens per source, one file set per format (tokens/formats.py);
 RUN/<pack step>/_shards/<source>/<shard>.*  the shards merged into them (RUN/tokens/ before: runner/migrate.py)
 RUN/_state/<stage>/stage.json             per source: the fingerprint and its named parts; completion

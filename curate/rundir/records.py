@@ -69,6 +69,7 @@ class PackRecord(Record):
     method: str
     formats: list
     outputs: dict
+    tokens: str = ""   # the tokenize step whose token documents it packed ("": recorded by an earlier version)
 
 
 @dataclass(frozen=True)

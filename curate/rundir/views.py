@@ -10,8 +10,9 @@ A source's own `source` column, if it has one (Zyda does), is shown as `source_c
 `kept_by_dedup` says whether the dedup step kept the document (a later step may still remove it) and `in_kept`
 whether it is in kept/ at the end (NULL before the run wrote kept/). `tokens` has one row per tokenized
 document and tokenize step: `source`, `id`, `tokens` (its token count, with the EOS the tokenize step adds),
-`copies` (how many times the mix writes it) and `step` (the tokenize step, whose files are RUN/<step>/; found by
-the tokenizer record it published). Remote runs (s3://, gs://, ...) are read through fsspec.
+`copies` (how many times the pack step that packed that tokenize step's documents wrote it: the mix plan's copies,
+read from its document map; NULL before a pack step ran) and `step` (the tokenize step, whose files are RUN/<step>/;
+found by the tokenizer record it published). Remote runs (s3://, gs://, ...) are read through fsspec.
 """
 
 from __future__ import annotations
@@ -23,11 +24,12 @@ import duckdb
 from curate.errors import CurateError
 from curate.io import fs
 from curate.rundir.layout import RunDir
-from curate.rundir.records import TokenizerRecord
+from curate.rundir.records import PackRecord, TokenizerRecord
 from curate.run_folders import BY_STEP, SOURCED, TABLES
 from curate.sql import connect as sql_connect
 from curate.sql import memory_mb
 from curate.sql import quote, read_parquet
+from curate.tokens.formats import get as token_format
 
 
 def keyed_tables(run: RunDir) -> list[dict]:
@@ -61,12 +63,30 @@ def connect(root: str) -> duckdb.DuckDBPyConnection:
         kept = "(SELECT DISTINCT source, id, true AS in_kept FROM kept)" if "kept" in _views(con) else None
         con.execute(f"CREATE VIEW clusters AS SELECT c.*, coalesce(k.in_kept, false) AS in_kept FROM ({scan}) c "
                     f"LEFT JOIN {kept} k USING (source, id)" if kept else f"CREATE VIEW clusters AS SELECT *, NULL::BOOLEAN AS in_kept FROM ({scan})")
-    parts = [f"SELECT {quote(source)} AS source, id, len(tokens) AS tokens, copies, {quote(step)} AS step FROM "
-             f"{read_parquet(con, run.table_glob(step, source))}"
-             for step in tokenize_steps(run) for source in run.table_sources(step)]
-    if parts:
+    if parts := _tokens(con, run):
         con.execute("CREATE VIEW tokens AS " + " UNION ALL ".join(parts))
     return con
+
+
+def _tokens(con: duckdb.DuckDBPyConnection, run: RunDir) -> list[str]:
+    """The `tokens` view's parts, one per tokenize step and source. The tokenize step writes each document once; its
+    copies are the pack step's (the mix plan's), counted in the Megatron document map (`curate.tokens.docmap`) of the
+    first pack step that packed it."""
+    packs: dict[str, str] = {}
+    for step in _published(run):
+        record = run.read_json(run.path("_state", step, "record.json")) or {}
+        if record.get("kind") == PackRecord.__name__ and (read := record.get("tokens")):
+            packs.setdefault(read, step)
+    parts = []
+    for step in tokenize_steps(run):
+        for source in run.table_sources(step):
+            scan = read_parquet(con, run.table_glob(step, source))
+            docmap = run.token_prefix(packs[step], source) + token_format("megatron").map_suffix if step in packs else None
+            copies = (f"LEFT JOIN (SELECT id, (max(copy) + 1)::INTEGER AS copies FROM {read_parquet(con, docmap)} GROUP BY id) "
+                      "USING (id)" if docmap and fs.exists(docmap) else "")
+            parts.append(f"SELECT {quote(source)} AS source, id, len(tokens) AS tokens, "
+                         f"{'copies' if copies else 'NULL::INTEGER AS copies'}, {quote(step)} AS step FROM {scan} {copies}")
+    return parts
 
 
 def tokenize_steps(run: RunDir) -> list[str]:

@@ -28,7 +28,6 @@ class ShardInputs:
 
     def __init__(self, run, steps: dict[str, Stage]):
         self.run, self.steps = run, steps
-        self._parts: dict[tuple, str] = {}   # (stage, step, source, record digest) -> what the stage reads of it
 
     def files(self, stage: Stage, source: str, shard: str) -> dict[str, str | None]:
         """Of a step before it that removes or edits: which documents it left (its ledger's ids) and their text (its
@@ -45,25 +44,14 @@ class ShardInputs:
         out.update({path: file_digest(path) for path in stage.shard_reads(source, shard)})
         return {self.run.relative(path): digest for path, digest in out.items()}
 
-    def records(self, stage: Stage, source: str) -> dict[str, str | None]:
-        """The records of the steps it needs beyond documents and tables (a mix plan for tokenize), by content: all
-        of a record, or the part of it the stage reads for the source's shards (`Stage.record_part`: tokenize reads
-        one source's epochs of the plan, so a plan that changed only another source's keeps its shards)."""
+    def records(self, stage: Stage) -> dict[str, str | None]:
+        """The records of the steps it needs beyond documents and tables, by content (their bytes)."""
         named = {step for need, step in stage.upstream.items() if need != "docs" and not need.startswith(f"{TABLES}.")}
-        out = {}
-        for step in sorted(named):
-            digest = file_digest(self.run.path("_state", step, "record.json"))
-            key = (stage.name, step, source, digest)
-            if digest is not None and key not in self._parts:
-                part = stage.record_part(step, source)
-                self._parts[key] = digest if part is None else \
-                    "part:" + hashlib.sha256(canonical_json(part).encode()).hexdigest()
-            out[step] = self._parts.get(key)
-        return out
+        return {step: file_digest(self.run.path("_state", step, "record.json")) for step in sorted(named)}
 
     def digest(self, stage: Stage, source: str, shard: str) -> str:
         files = self.files(stage, source, shard)
         # the batch size too: it decides how a step's files for the shard are cut into row groups (their bytes), and a
         # keyed phase (model scores, blocklist scans) keeps its results by this digest alone
-        body = {"files": files, "records": self.records(stage, source), "execution.batch_rows": stage.pipeline.execution["batch_rows"]}
+        body = {"files": files, "records": self.records(stage), "execution.batch_rows": stage.pipeline.execution["batch_rows"]}
         return hashlib.sha256(canonical_json(body).encode()).hexdigest()

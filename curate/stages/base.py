@@ -159,14 +159,9 @@ class Stage(ABC):
         follow from, in place of the parts named in `SHARD_PARTS` (None: what it reads of each shard, `ShardInputs`)."""
         return None
 
-    def record_part(self, step: str, source: str) -> object | None:
-        """What it reads, for the shards of `source`, of the record of `step` (one it needs, such as a mix plan), as
-        JSON-able data for its per-shard key; None: all of the record (its bytes)."""
-        return None
-
     def shard_reads(self, source: str, shard: str) -> list[str]:
-        """Files of one docs shard it reads beyond the live documents and the files of the steps it needs (tokenize:
-        the dedup clusters that rehydration weighs), for its per-shard key."""
+        """Files of one docs shard it reads beyond the live documents and the files of the steps it needs, for its
+        per-shard key."""
         return []
 
     @abstractmethod

@@ -5,8 +5,8 @@ it read (`curate.stages.measured`: an append measures only new or changed shards
 (`curate.tokens.mixture`: epochs and effective tokens per source) is printed with its warnings and
 published before any heavy work, or, if it cannot be met (a share of a source with no tokens, a source
 repeated past `allow_epochs`), the run stops there, before anything is tokenized. The accounting phase
-then records the documents that get no copy as `mix:downsampled`; the tokenize step gives the others
-their copies from the same plan.
+then records the documents that get no copy as `mix:downsampled`; the pack step gives the others
+their copies from the same plan (the tokenize step writes each document once, whatever the plan).
 """
 
 from __future__ import annotations

@@ -1,8 +1,10 @@
 """The pack stage: fixed-length training sequences in the trainer's format, one prefix per source.
 
 Per docs shard (`curate.tokens.shard.pack_shard`): read the token documents of the tokenize step its `upstream`
-names, expand each document to its mixture copies, pack with `best_fit` (split documents longer than `seq_len`,
-then best-fit-decreasing; document boundaries kept), `concat`, or `none`, shuffle the sequences
+names, expand each document to its copies under the plan of the mix step before it (`doc_copies`: epochs, seed
+and, with rehydration, the dedup cluster sizes; one copy each without a mix step: the tokenize step writes each
+document once, so a plan that moved leaves its files alone), pack with `best_fit` (split documents longer than
+`seq_len`, then best-fit-decreasing; document boundaries kept), `concat`, or `none`, shuffle the sequences
 deterministically, and write each format's shard files (`curate.tokens.formats`: Megatron `.bin/.idx` always,
 datatrove `.ds` when asked) to `RUN/<step>/_shards/<source>/`. Then phase `merge` has each format concatenate a
 source's shards, in shard order, into `RUN/<step>/<source>.*`: memory per task is one shard. Beside each
@@ -20,7 +22,7 @@ import numpy as np
 
 from curate.common.schema import SEED_MAX, Field
 from curate.io import fs
-from curate.rundir import PackRecord, TokenizerRecord
+from curate.rundir import MixRecord, PackRecord, TokenizerRecord
 from curate.rundir.layout import ACCOUNTING
 from curate.stages.base import Stage
 from curate.stages.phase import Phase, Task
@@ -30,6 +32,7 @@ from curate.stages.shard import ShardRef, shard_tasks
 from curate.tokens.docmap import SHARD_MAPS, DocKeys, merge_maps
 from curate.tokens.formats import get as token_format
 from curate.tokens.formats import names as format_names
+from curate.tokens.mixture import doc_copies
 from curate.tokens.shard import METHODS, expand_copies, from_arrow, pack_shard
 from curate.io.parquet import read_table
 
@@ -41,6 +44,7 @@ class PackFacets(Facets):
 @stage("pack")
 class PackStage(Stage):
     NEEDS = ("docs", "tokens")
+    USES = ("mix",)   # each document's copies: the tokenize step writes a document once, whatever the plan
     PRODUCES = ("packed",)
     FACETS = PackFacets
     OPTIONS = {
@@ -55,6 +59,7 @@ class PackStage(Stage):
                   # 3: its files moved from RUN/tokens/ to RUN/<step>/ (a run made before packs once more)
                   # 4: a document map beside each format's files (curate/tokens/docmap.py); the files' bytes unchanged
                   # 5: a shard's maps in one file (docmap.SHARD_MAPS), the merged maps' bytes unchanged
+                  # 6: it gives each document its copies from the mix plan (tokenize no longer does); the bytes unchanged
     ALWAYS = "megatron"   # written whatever `formats` says: the manifest's megatron_data_path names its files
 
     def owned_paths(self) -> list[str]:
@@ -73,7 +78,8 @@ class PackStage(Stage):
 
     def execute(self, tasks: list[Task[ShardRef]], run_phase) -> None:
         tok = self.run.record(self.upstream["tokens"], TokenizerRecord)
-        packed = run_phase(Phase(ACCOUNTING, tasks, partial(self.pack, tok), accounts=True))
+        plan = self.run.record(self.upstream["mix"], MixRecord).plan if "mix" in self.upstream else None
+        packed = run_phase(Phase(ACCOUNTING, tasks, partial(self.pack, tok, plan), accounts=True))
         sources = [s for s in self.pipeline.priority if any(t.source == s for t in tasks)]
         merge = [Task(s, f"source '{s}'", s) for s in sources]
         run_phase(Phase("merge", merge, partial(self.merge, tok, [(t.source, t.shard) for t in tasks])))
@@ -84,18 +90,20 @@ class PackStage(Stage):
                                "files": self.run.token_files(self.name, source, self.formats),
                                **{k: sum(m[k] for m in mine) for k in ("in", "copies", "tokens", "sequences", "docs_split")}}
             outputs[source]["documents"] = outputs[source].pop("in")
-        self.run.publish(self.name, PackRecord(self.options["seq_len"], self.options["method"], self.formats, outputs))
+        self.run.publish(self.name, PackRecord(self.options["seq_len"], self.options["method"], self.formats, outputs,
+                                               self.upstream["tokens"]))
 
-    def pack(self, tok: TokenizerRecord, shard: ShardRef) -> dict:
+    def pack(self, tok: TokenizerRecord, plan: dict | None, shard: ShardRef) -> dict:
         with fs.open_input(self.run.token_docs(self.upstream["tokens"], shard.source, shard.shard)) as handle:
-            table = read_table(handle)
-        copies = table.column("copies").to_numpy().astype(np.int64)
+            table = read_table(handle, columns=["id", "tokens"])
+        ids = table.column("id").combine_chunks()
+        copies = doc_copies(self.run, plan, shard.source, shard.shard, ids) if plan is not None else np.ones(len(ids), np.int64)
         tokens = expand_copies(from_arrow(table.column("tokens")), copies)
         seed = (self.options["seed"] << 32) ^ zlib.crc32(f"{shard.source}/{shard.shard}".encode())
         stats = pack_shard(tokens, self.run.token_shard(self.name, shard.source, shard.shard), vocab_size=tok.vocab_size,
                            seq_len=self.options["seq_len"], method=self.options["method"], seed=seed,
                            formats=self.formats, tokenizer_name=tok.name,
-                           keys=DocKeys(shard.source, table.column("id").combine_chunks(), copies))
+                           keys=DocKeys(shard.source, ids, copies))
         return {"source": shard.source, "shard": shard.shard, "in": table.num_rows, "kept": table.num_rows, "removed": {},
                 "copies": int(stats["docs"]), "tokens": int(stats["tokens"]), "sequences": int(stats["sequences"]),
                 "docs_split": int(stats["docs_split"]), "chunks": int(stats["chunks"]), "seq_len": self.options["seq_len"]}

@@ -1,13 +1,16 @@
 """The tokenize stage: each live document becomes token ids (with EOS, optionally BOS), on an actor pool.
 
 Each actor loads the tokenizer once (`setup`). `resources` places the actors through Ray (e.g.
-`num_gpus: 1` puts them on GPU nodes of a cluster; a cluster without GPUs runs them on CPUs). When a mix
-step ran, each document carries its number of copies from the mixture plan. Output, under the step's own name:
-`RUN/<step>/<source>/<shard>.parquet` with (source, id, tokens, copies), so two tokenize steps never share a file;
-it publishes the tokenizer's identity, vocabulary size and special ids for the pack and manifest steps, which find
-the step (and so its files) through their `upstream`. Token ids are also kept apart from copy counts
-(`curate.tokens.cache`): a shard recomputed because the mix plan changed (every shard, after an append) tokenizes
-only the documents whose text it has not tokenized before.
+`num_gpus: 1` puts them on GPU nodes of a cluster; a cluster without GPUs runs them on CPUs). Output, under the
+step's own name: `RUN/<step>/<source>/<shard>.parquet` with (source, id, tokens), so two tokenize steps never share a
+file; it publishes the tokenizer's identity, vocabulary size and special ids for the pack and manifest steps, which
+find the step (and so its files) through their `upstream`.
+
+It reads nothing of the mix plan: a document's copies are the pack step's (`curate.tokens.mixture.doc_copies`), so a
+shard's tokens follow from its live documents and the tokenizer alone, and an append whose plan moves every source's
+epochs rewrites only the shards whose documents changed. Token ids are also kept by text (`curate.tokens.cache`): a
+shard recomputed because its documents changed (more downsampled by the mix, fewer kept by dedup) tokenizes only the
+documents whose text it has not tokenized before.
 """
 
 from __future__ import annotations
@@ -24,23 +27,22 @@ from curate.config.pipeline import canonical_json
 from curate.io import fs
 from curate.io.parquet import ParquetSink
 from curate.rundir.tables import SourceSink
-from curate.rundir import MixRecord, TokenizerRecord
+from curate.rundir import TokenizerRecord
 from curate.stages.reads import tokenizer_identity
 from curate.stages.registry import stage
 from curate.stages.resources import RESOURCE_OPTIONS, Resources
 from curate.stages.shard import Output, ShardRef, ShardStage
 from curate.tokens import cache
-from curate.tokens.mixture import doc_copies
 from curate.tokens.shard import encode_documents, to_arrow
 
-SCHEMA = pa.schema([("id", pa.string()), ("tokens", pa.large_list(pa.int32())), ("copies", pa.int32())])
+SCHEMA = pa.schema([("id", pa.string()), ("tokens", pa.large_list(pa.int32()))])
 
 
 @stage("tokenize")
 class TokenizeStage(ShardStage):
-    USES = ("mix",)
     PRODUCES = ("tokens",)
     TABLES = ("{step}",)
+    VERSION = 2   # 2: (id, tokens) per document; the copies moved to the pack step, which reads them from the mix plan
     COLUMNS = ["id", "text"]
     OPTIONS = {
         "tokenizer": Field((str,), default="gpt2", doc="path to tokenizer.json, 'gpt2' (offline), or a Hub name (online)"),
@@ -56,25 +58,6 @@ class TokenizeStage(ShardStage):
 
     def reads(self, tasks, source):
         return {f"tokenizer {self.options['tokenizer']}": tokenizer_identity(self.options["tokenizer"])}
-
-    def shard_reads(self, source, shard):
-        """With rehydration, each document's copies follow its dedup cluster's size."""
-        record = self.run.find_record(self.upstream["mix"], MixRecord) if "mix" in self.upstream else None
-        rehydrate = (record.plan or {}).get("rehydrate") if record is not None else None
-        return [self.run.clusters(rehydrate["dedup"], source, shard)] if rehydrate else []
-
-    def record_part(self, step, source):
-        """Of the mix plan, only what gives this source's documents their copies (`doc_copies`): its epochs, the seed,
-        and the rehydration's table and factor. Another source's share moving keeps this source's shards."""
-        if step != self.upstream.get("mix"):
-            return None
-        record = self.run.find_record(step, MixRecord)
-        plan = (record.plan if record is not None else None) or {}
-        if source not in plan.get("sources", {}):
-            return None
-        r = plan.get("rehydrate")
-        return {"epochs": plan["sources"][source]["epochs"], "seed": plan.get("seed"),
-                "rehydrate": r and {"weights": r["weights"], "dedup": r["dedup"], "factor": r["factor"].get(source)}}
 
     def load_tokenizer(self):
         from curate.tokens.tokenizer import load_tokenizer
@@ -103,7 +86,6 @@ class TokenizeStage(ShardStage):
 
     def setup(self) -> None:
         self.tokenizer = self.load_tokenizer()
-        self.plan = self.run.record(self.upstream["mix"], MixRecord).plan if "mix" in self.upstream else None
         self.cache_key = self.token_key()
 
     def token_key(self) -> str:
@@ -137,10 +119,6 @@ class TokenizeStage(ShardStage):
             return None, None
         tok = self.tokenizer
         ids = table.column("id").combine_chunks()
-        if self.plan is not None:
-            n = doc_copies(self.run, self.plan, shard.source, shard.shard, ids)
-        else:
-            n = np.ones(len(ids), np.int64)
         texts = table.column("text").combine_chunks()
         hashes = cache.text_hashes(texts)
         hit, at = cache.lookup(cached, ids, hashes)
@@ -149,6 +127,5 @@ class TokenizeStage(ShardStage):
                                             tok.bos_id if self.options["bos"] else None)) if len(fresh) else None
         tokens = cache.merge(cached, hit, at, encoded if encoded is not None else pa.array([], cache.SCHEMA.field("tokens").type))
         lengths = pc.list_value_length(tokens).to_numpy(zero_copy_only=False).astype(np.int64)
-        return (Output(rows=pa.table([ids, tokens, pa.array(n.astype(np.int32))], schema=SCHEMA),
-                       counts={"tokens": int((lengths * n).sum())}),
+        return (Output(rows=pa.table([ids, tokens], schema=SCHEMA), counts={"tokens": int(lengths.sum())}),
                 pa.table([ids.cast(pa.string()), pa.array(hashes), tokens], schema=cache.SCHEMA))

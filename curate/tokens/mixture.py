@@ -7,7 +7,7 @@ source. Every plan carries each source's epochs and effective tokens; a source r
 `WARN_EPOCHS` times is a warning, more than `allow_epochs` an error, and so is a plan that asks for tokens
 of a source that has none. Each document gets `floor(epochs) + [u < frac(epochs)]` copies with `u` a hash
 of (seed, source, id): deterministic, whole documents only, the same wherever it is computed (the mix and
-tokenize stages both do).
+pack stages both do, and `curate why`).
 """
 
 from __future__ import annotations
@@ -146,7 +146,7 @@ def render_plan(plan: dict) -> str:
 
 
 def doc_copies(run, plan: dict, source: str, shard: str, ids: pa.Array) -> np.ndarray:
-    """Each document's whole number of copies under the plan (the mix and tokenize steps both call this)."""
+    """Each document's whole number of copies under the plan (the mix and pack steps both call this)."""
     r = plan.get("rehydrate")
     doc_sizes = sizes(run.clusters(r["dedup"], source, shard), ids) if r else None
     return copies(epochs_of(plan, source, doc_sizes), uniform(plan["seed"], source, ids.to_pylist()))

@@ -17,6 +17,7 @@ import pytest
 
 from conftest import kill_9_when, run_cli, tree_digest
 from curate.dedup.settle import CHECK, KEPT, REMOVED, Settled, finish, settle_members
+from curate.rundir.views import connect
 
 SOURCES = ["fwe", "dclm", "zyda", "dolma_cc"]
 THRESHOLD = 0.8
@@ -300,7 +301,8 @@ def test_mix_rehydrates_by_cluster_size_and_shows_it_in_the_plan(drift):
 
     tmp, texts, _, runs = drift
     f = pipeline(tmp, tmp / "corpus", "rehydrate")
-    f.write_text(f.read_text() + "  mix: {rehydrate: {1: 1, 2: 2, 5: 3, 100: 1}}\n  tokenize: {tokenizer: gpt2}\n")
+    f.write_text(f.read_text() + "  mix: {rehydrate: {1: 1, 2: 2, 5: 3, 100: 1}}\n  tokenize: {tokenizer: gpt2}\n"
+                                 "  pack: {seq_len: 257}\n")
     run = tmp / "rehydrated"
     assert run_cli(f, "--output", run, "--inline", "-q") == 0
     plan = json.loads((run / "_state" / "mix" / "record.json").read_text())["plan"]
@@ -308,8 +310,7 @@ def test_mix_rehydrates_by_cluster_size_and_shows_it_in_the_plan(drift):
     assert r["dedup"] == "dedup" and r["weights"] == {"1": 1.0, "2": 2.0, "5": 3.0, "100": 1.0}
     size = {(s, i): n for s, i, n in duckdb.sql(
         f"SELECT source, id, represents FROM read_parquet('{run}/dedup/clusters/*/*.parquet') WHERE kept").fetchall()}
-    got = {(s, i): n for s, i, n in duckdb.sql(
-        f"SELECT split_part(filename, '/', -2), id, copies FROM read_parquet('{run}/tokenize/*/*.parquet', filename=true)").fetchall()}
+    got = {(s, i): n for s, i, n in connect(str(run)).sql("SELECT source, id, copies FROM tokens").fetchall()}   # as packed
     live = set(texts) - {(s, i) for s, i, _, _ in removed_of(run)}   # what the dedup step kept
     for source in SOURCES:  # the source keeps its characters: sum(chars x weight) / factor == chars
         mine = [k for k in live if k[0] == source]

@@ -15,7 +15,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from curate.tokens.tokenizer import load_tokenizer
-from conftest import ZYDA2, run_cli
+from conftest import ZYDA2, run_cli, token_documents
 
 TABLES = ("kept", "signals", "quality_model", "ledger", "tokenize")   # quality_model, tokenize: steps (RUN/<step>/)
 
@@ -102,8 +102,7 @@ def _copy_ds(run, source, prefix, folder):
 
 def _kept_documents(run, source) -> list[tuple]:
     """Token ids of every kept document of a source, each repeated as many times as the mixture takes it."""
-    docs = pq.read_table(run / "tokenize" / source).to_pydict()
-    return sorted(tuple(t) for t, n in zip(docs["tokens"], docs["copies"]) for _ in range(n))
+    return token_documents(run, "tokenize", source)
 
 
 def test_datatrove_serves_exactly_the_kept_tokens(run, tmp_path):

@@ -342,3 +342,45 @@ def test_an_append_measures_tokenizes_and_keeps_only_the_new_shard(corpus, monke
         again = {k for k, t in after.items() if k.startswith(f"{step}/shards/") and before.get(k) != t}
         assert again == {f"{step}/shards/dolma_cc/{next(iter(new))}.json"}, (step, sorted(again))
     _equals_fresh(ws, "an append measured by shard")
+
+
+def _plan(run: Path) -> dict:
+    return json.loads((run / "_state/mix/record.json").read_text())["plan"]["sources"]
+
+
+def _ledger_bytes(run: Path, step: str) -> dict[str, bytes]:
+    return {f"{p.parent.name}/{p.stem}": p.read_bytes() for p in (run / "ledger" / step).glob("*/*.parquet")}
+
+
+def test_a_weights_append_that_moves_every_sources_epochs_rewrites_no_unchanged_token_shard(corpus, monkeypatch, tmp_path):
+    """`weights` with dolma_cc the limiting source: a file added to it raises the mixture's total, so every source's
+    epochs move. Tokenize writes (id, tokens), the copies are the pack step's: it rewrites the new shard and those whose
+    documents the mix downsamples otherwise (their mix ledger changed), never a shard whose documents are the same
+    (old main keyed each shard by its source's epochs and rewrote every one). Pack re-packs; the run equals a fresh one."""
+    ws = tmp_path / "ws"
+    _base(corpus, ws)
+    text = (ws / "pipeline.yaml").read_text()
+    (ws / "pipeline.yaml").write_text(text.replace("mix: {epochs: {fwe: 1.0, dclm: 1.0, zyda: 0.5, dolma_cc: 0.8}}",
+                                                   "mix: {weights: {fwe: 1.0, dclm: 1.0, zyda: 1.0, dolma_cc: 30.0}}"))
+    monkeypatch.chdir(ws)
+    _run(ws, "run")
+    plan, before, mixed = _plan(ws / "run"), markers(ws / "run"), _ledger_bytes(ws / "run", "mix")
+    tokens = {p: p.stat().st_mtime_ns for p in (ws / "run/tokenize").glob("*/*.parquet")}
+    assert plan["dolma_cc"]["epochs"] == pytest.approx(1.0) and all(plan[s]["epochs"] < 1 for s in ("fwe", "dclm", "zyda"))
+    _dolma(ws / "corpus/dolma_cc/data/cc_en_head/zzz-new.json.gz",
+           [(f"late-{i}", f"a late page number {i} on pottery, kilns and glazes " * 25) for i in range(4)])
+    _run(ws, "run")
+    after, moved = _plan(ws / "run"), _ledger_bytes(ws / "run", "mix")
+    assert all(after[s]["epochs"] > plan[s]["epochs"] for s in ("fwe", "dclm", "zyda")), (plan, after)
+    new = {k.rsplit("/", 1)[-1].removesuffix(".json") for k in markers(ws / "run") if k.startswith("ingest/read/") and k not in before}
+    changed = {k for k in moved if mixed.get(k) != moved[k]}   # shards whose live documents the plan changed
+    same = [k for k in mixed if k in moved and mixed[k] == moved[k] and not k.startswith("dolma_cc/")]
+    assert same, "no shard of a source whose epochs moved kept its documents: the test shows nothing"
+    again = {k.removeprefix("tokenize/shards/").removesuffix(".json") for k, t in markers(ws / "run").items()
+             if k.startswith("tokenize/shards/") and before.get(k) != t}
+    assert again == {f"dolma_cc/{s}" for s in new} | changed, sorted(again)
+    for path, mtime in tokens.items():   # the token files of the shards it did not redo were not written again
+        assert (f"{path.parent.name}/{path.stem}" in again) or path.stat().st_mtime_ns == mtime, path
+    packed = {k for k, t in markers(ws / "run").items() if k.startswith("pack/shards/") and before.get(k) != t}
+    assert len(packed) == len([k for k in markers(ws / "run") if k.startswith("pack/shards/")])   # pack re-packs
+    _equals_fresh(ws, "a weights append")

@@ -224,6 +224,8 @@ MUTATIONS = {
     # kept reuses every shard: the mix's new plan leaves each shard's ledger as it was (only token ids change)
     "tokenizer": (_tokenizer_file, AFTER_MIX - {"kept"}, ["dual_use", "kept"]),
     "mix epochs": (_set("stages.mix.epochs.dclm=0.7"), AFTER_MIX, ["dual_use"]),
+    # more copies, the same documents (no epochs below 1): tokenize writes each document once, pack gives the copies
+    "mix epochs above one": (_set("stages.mix.epochs.dclm=2.0"), {"mix", "pack", "manifest"}, ["dual_use", "tokenize", "kept"]),
     "pack seq_len": (_set("stages.pack.seq_len=129"), {"pack", "manifest"}, ["kept", "tokenize"]),
     "pack formats": (_set("stages.pack.formats=[megatron]"), {"pack", "manifest"}, ["kept"]),
     "tokenize eos": (_set("stages.tokenize.eos=false"), {"tokenize", "pack", "manifest"}, ["kept", "mix"]),
@@ -241,7 +243,8 @@ MUTATIONS = {
 # mutations whose new decisions differ from the base run's (so that a stale result could not pass)
 CHANGES_DECISIONS = {"filter threshold on fwe", "classify keep predicate", "classify model file replaced", "dual_use model file replaced",
                      "dual_use term file edited", "filter recipe file edited in place", "priority", "source removed", "tokenizer",
-                     "input file edited in place", "input file added", "input file removed", "dedup policy", "mix epochs"}
+                     "input file edited in place", "input file added", "input file removed", "dedup policy", "mix epochs",
+                     "mix epochs above one"}
 
 # the sources a stage may recompute for (per-source fingerprints), where a mutation concerns only some
 NARROW = {

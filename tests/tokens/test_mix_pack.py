@@ -7,8 +7,10 @@ import duckdb
 import numpy as np
 import pytest
 
+from curate.rundir.views import connect
 from curate.stages.mix import copies, plan_mixture, uniform
 from curate.tokens.repetition import effective_tokens
+from curate.why import story
 
 from conftest import run_cli
 
@@ -166,3 +168,7 @@ def test_split_share_is_of_the_copies_packed_when_the_mix_repeats_documents(tmp_
     split = sum(o["docs_split"] for o in outputs.values())
     assert split > sum(o["documents"] for o in outputs.values()), "more copies split than distinct documents"
     assert manifest["packing"]["split_share"] == split / sum(o["copies"] for o in outputs.values()) <= 1
+    # the copies are the pack step's (tokenize writes each document once): the tokens view and `curate why` say 3
+    assert connect(str(tmp_path / "run")).sql("SELECT DISTINCT copies FROM tokens").fetchall() == [(3,)]
+    source, doc = connect(str(tmp_path / "run")).sql("SELECT source, id FROM tokens ORDER BY id LIMIT 1").fetchall()[0]
+    assert next(s for s in story(str(tmp_path / "run"), source, doc)["steps"] if s["step"] == "tokenize")["tokens"]["copies"] == 3

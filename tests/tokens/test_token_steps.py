@@ -10,7 +10,6 @@ from pathlib import Path
 from types import SimpleNamespace
 
 import numpy as np
-import pyarrow.parquet as pq
 import pytest
 
 from curate.io import fs
@@ -21,7 +20,7 @@ from curate.runner.migrate import migrate
 from curate.tokens.formats import TokenFormat, names, token_format, unregister
 from curate.tokens.megatron import read_megatron
 
-from conftest import run_cli
+from conftest import run_cli, token_documents
 
 TEXTS = {"web": [f"document {i} of the web, " + "word " * (i % 37) for i in range(60)],
          "books": [f"chapter {i}: " + "page " * (3 * i % 50) for i in range(40)]}
@@ -38,8 +37,7 @@ def _pipeline(tmp_path: Path, steps: str) -> Path:
 
 
 def _token_docs(run: Path, step: str, source: str) -> list[tuple]:
-    docs = pq.read_table(run / step / source).to_pydict()
-    return sorted(tuple(t) for t, n in zip(docs["tokens"], docs["copies"]) for _ in range(n))
+    return token_documents(run, step, source)
 
 
 def _packed_docs(prefix: Path) -> list[tuple]:
