@@ -98,7 +98,7 @@ def trace(run: str, prefix: str, *, sequence: int | None = None, token: int | No
         what = f"sequence {sequence}" if sequence is not None else f"chunk {chunk}" if chunk is not None else f"token {token}"
         raise UsageError(f"{prefix}: no {what} (the map holds {dmap.rows():,} chunks)")
     ids = read_tokens(path, format, rows)
-    decode = _decoder(run)
+    decode = _decoder(run, path)
     for row, got in zip(rows, ids):
         row["tokens"] = got.tolist()
         if decode is not None:
@@ -134,18 +134,22 @@ def _head(path: str, n: int) -> bytes:
         return f.read(n)
 
 
-def _decoder(run: str):
-    """The run's tokenizer's decode (the last tokenize step's), or None when it cannot be loaded here."""
-    from curate.rundir import RunDir, TokenizerRecord
+def _decoder(run: str, path: str):
+    """The decode of the tokenizer that made `path`'s tokens: the tokenize step its pack step read (the run's last
+    tokenize step for a pack recorded before packs named theirs), or None when it cannot be loaded here."""
+    from curate.rundir import PackRecord, RunDir, TokenizerRecord
     from curate.rundir.views import tokenize_steps
 
-    steps = tokenize_steps(RunDir(run))
-    if not steps:
+    rundir, steps = RunDir(run), tokenize_steps(RunDir(run))
+    root = run.rstrip("/") + "/"
+    pack = rundir.find_record(path[len(root):].split("/", 1)[0], PackRecord) if path.startswith(root) else None
+    step = pack.tokens if pack is not None and pack.tokens else (steps[-1] if steps else None)
+    if step is None:
         return None
     try:
         from curate.tokens.tokenizer import load_tokenizer
 
-        return load_tokenizer(RunDir(run).record(steps[-1], TokenizerRecord).spec).decode
+        return load_tokenizer(rundir.record(step, TokenizerRecord).spec).decode
     except Exception:  # noqa: BLE001 - a tokenizer that is not here (a Hub name offline): ids and ranges still print
         return None
 

@@ -174,3 +174,26 @@ def test_an_unknown_format_is_one_line_naming_the_known_ones(run_stage):
 
     with pytest.raises(ConfigError, match=r"stages\.pack\.formats\[0\]: expected one of datatrove, megatron, got string 'nope'"):
         run_stage("pack", {"formats": ["nope"]}, before=[("tokenize", {})])
+
+
+def test_trace_decodes_with_the_tokenizer_its_pack_step_read(tmp_path):
+    """Two tokenize/pack pairs with different tokenizers: each packed output is decoded with its own (not the
+    run's last tokenize step's), so the text `curate trace` prints is the document's."""
+    tokenizers = pytest.importorskip("tokenizers")
+    from tokenizers import models, pre_tokenizers, trainers
+
+    from curate.trace import trace
+
+    hf = tokenizers.Tokenizer(models.BPE(unk_token="<unk>"))
+    hf.pre_tokenizer = pre_tokenizers.Whitespace()
+    hf.train_from_iterator([t for texts in TEXTS.values() for t in texts], trainers.BpeTrainer(
+        vocab_size=200, special_tokens=["<unk>", "<s>", "</s>"]))
+    hf.save(str(tmp_path / "tiny.json"))
+    f = _pipeline(tmp_path, "  tok_gpt2: {use: tokenize, tokenizer: gpt2}\n  pack_gpt2: {use: pack, seq_len: 64, method: none}\n"
+                            f"  tok_tiny: {{use: tokenize, tokenizer: '{tmp_path}/tiny.json'}}\n"
+                            "  pack_tiny: {use: pack, seq_len: 64, method: none}\n")
+    run = tmp_path / "run"
+    assert run_cli(f, "--output", run, "--inline", "-q", "--no-report") == 0
+    first = trace(str(run), "pack_gpt2/web", sequence=0, snippet=1000)[0]
+    assert first["text"].startswith("document "), first["text"]
+    assert trace(str(run), "pack_tiny/web", sequence=0, snippet=1000)[0]["text"].replace(" ", "").startswith("document")
