@@ -76,15 +76,17 @@ def route(g: GraphDir, rnd: int, p: int) -> dict:
     return {"in": len(lab["node"])}
 
 
-def recall(g: GraphDir, cache: str, ids_path: str, ctx: int, p: int) -> dict:
-    """Partition `p`'s components: the ones settled before write their decisions; the others go to `gather`."""
+def recall(g: GraphDir, cache: str, ids_path: str, ctx: int, exact: str | None, p: int) -> dict:
+    """Partition `p`'s components: the ones settled before write their decisions (and keep their exact checks in
+    `exact`, `exact_cache.carry`); the others go to `gather`."""
     m = read_columns(g.path("sound", "components", f"p={p:05d}", "*.parquet"), ["node", "label", "hi"],
                      {"node": U64, "label": U64, "hi": U64})
     if not len(m["node"]):
         return {"in": 0, "components": 0, "reused": 0}
     order = np.lexsort((m["node"], m["hi"], m["label"]))
     node, label, hi = m["node"][order], m["label"][order], m["hi"][order]
-    start, first, pos, key = component_keys(exact_cache.read_ids(ids_path), node, label, ctx)
+    ids = exact_cache.read_ids(ids_path)
+    start, first, pos, key = component_keys(ids, node, label, ctx)
     c = read_columns(fs.join(cache, "*.parquet"), list(COLUMNS), COLUMNS)
     at = np.lexsort((c["pos"], c["key"]))
     c = {k: v[at] for k, v in c.items()}
@@ -103,6 +105,8 @@ def recall(g: GraphDir, cache: str, ids_path: str, ctx: int, p: int) -> dict:
         write_decisions(g, f"{p:05d}-reused", node[reused], label[reused], r["removed"], rep, r["sim"], r["method"], r["length"])
     write_columns(fs.join(cache, f"r={p:05d}.parquet"), **({k: v[row[member_hit]] for k, v in c.items()} if member_hit.any()
                                                             else {k: np.empty(0, t) for k, t in COLUMNS.items()}))
+    if exact is not None:
+        exact_cache.carry(exact, p, ids, node[member_hit])
     new = np.flatnonzero(~member_hit)
     for shard, part in by_shard(node[new], node=node[new], label=label[new], hi=hi[new]):
         write_columns(g.path("sound", "route", f"s={tag_of(shard)}", f"from-{p:05d}.parquet"), **part)

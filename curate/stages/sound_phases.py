@@ -33,7 +33,7 @@ def settle(c: Clustering, run: RunDir, shards: list[Task], parts: list[Task], fi
         run_phase(phase("decide", parts, partial(sound.route, g, final)))
     else:   # components settled by an earlier run are decided here, neither gathered nor settled (`curate.dedup.settled`)
         run_phase(phase("decide", parts, partial(settled.route, g, final)))
-        known = run_phase(phase("recall", parts, partial(settled.recall, g, s.settled, s.ids(g), s.context)))
+        known = run_phase(phase("recall", parts, partial(settled.recall, g, s.settled, s.ids(g), s.context, s.cache)))
         log.info("[%s: settle] %s of %s components reused", c.stage, f"{sum(r.get('reused', 0) for r in known):,}",
                  f"{sum(r.get('components', 0) for r in known):,}")
     run_phase(phase("gather", queued(g, shards, "sound", "route"), partial(gather, run, g, s, c.by_id)))

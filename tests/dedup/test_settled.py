@@ -7,6 +7,8 @@ import sys
 from pathlib import Path
 
 import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 
 from conftest import tree_digest
@@ -14,7 +16,7 @@ from curate.dedup import settled
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from test_dedup_sound import SOURCES, make_corpus  # noqa: E402
-from test_exact_cache import PARTS, _near_copies, _run  # noqa: E402
+from test_exact_cache import PARTS, _near_copies, _pairs, _run  # noqa: E402
 
 
 def _counts(run: Path, phase: str) -> tuple[int, int]:
@@ -57,6 +59,9 @@ def test_an_append_settles_only_the_components_new_documents_joined_and_equals_a
     fresh_gather, fresh_settle = _counts(fresh, "gather"), _counts(fresh, "settle")
     assert gather[0] < fresh_gather[0], (gather, fresh_gather)          # fewer shards read for signatures
     assert 0 < settle[1] < fresh_settle[1] / 2, (settle, fresh_settle)  # only the touched components' members settled
+    # the recalled components' exact checks stay kept for a later append that touches them: the cache holds every pair
+    kept = pa.concat_tables(pq.read_table(f) for f in (tmp / "run/_work/dedup/exact").glob("*.parquet"))
+    assert len({tuple(r.values())[:4] for r in kept.to_pylist()}) == len(_pairs(fresh, sources)) > 0
 
 
 def test_another_threshold_recalls_no_component_and_equals_a_fresh_run(grown, capfd):
