@@ -7,7 +7,9 @@ kept (the fraction of equal slots estimates the Jaccard) and, within `margin` of
 exact shingle Jaccard, so that every removed document has a kept one at or above `threshold`.
 
 Phases (after the components converge):
-  decide    per node partition: each member's component label, sent to its docs shard
+  decide    per node partition: each member's component label, sent to its docs shard (with settled components kept,
+            `curate.dedup.settled`: to its component's partition, where `recall` decides the components an earlier
+            run settled and sends the rest to their docs shards)
   gather    per docs shard: attach each member's signature and length, send it to its component's partition
   settle    per partition of components: representatives and estimates, round by round (`settle_members`);
             pairs near the threshold wait in buckets (`queue_checks`), their documents' shards are told what to hash

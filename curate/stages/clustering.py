@@ -77,7 +77,7 @@ def cluster(c: Clustering, run: RunDir, jobs: list[ShardJob], run_phase: PhaseRu
             run_phase(phase("choose", parts, partial(graph.choose, g)))
     run_phase(phase("resolve", queued(g, shards, "reps"), partial(_resolve, run, g)))
     if ran:   # the reuse line of the other steps: the graph is settled whole, every partition (a resumed run: the rest)
-        log.info("[%s] %d of %d partitions reused, %d recomputed (the whole graph: every cluster is settled again)",
+        log.info("[%s] %d of %d partitions reused, %d recomputed (the whole graph is labelled again)",
                  c.stage, len(parts) - ran, len(parts), ran)
 
 

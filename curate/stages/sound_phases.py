@@ -34,8 +34,9 @@ def settle(c: Clustering, run: RunDir, shards: list[Task], parts: list[Task], fi
     else:   # components settled by an earlier run are decided here, neither gathered nor settled (`curate.dedup.settled`)
         run_phase(phase("decide", parts, partial(settled.route, g, final)))
         known = run_phase(phase("recall", parts, partial(settled.recall, g, s.settled, s.ids(g), s.context, s.cache)))
-        log.info("[%s: settle] %s of %s components reused", c.stage, f"{sum(r.get('reused', 0) for r in known):,}",
-                 f"{sum(r.get('components', 0) for r in known):,}")
+        if known.ran:   # (a resumed run's recall is recorded: said by the run that did it)
+            log.info("[%s: settle] %s of %s components reused", c.stage, f"{sum(r.get('reused', 0) for r in known):,}",
+                     f"{sum(r.get('components', 0) for r in known):,}")
     run_phase(phase("gather", queued(g, shards, "sound", "route"), partial(gather, run, g, s, c.by_id)))
     done = run_phase(phase("settle", parts, partial(sound.settle, g, s, c.policy, c.by_id)))
     if s.cache is not None:
