@@ -34,7 +34,7 @@ def run(sample: Path, out: Path) -> tuple[float, list[str]]:
     done = subprocess.run([sys.executable, "-m", "curate", "run", str(ROOT / "pipelines" / "zyda2.yaml"), "--output", str(out),
                            "--inline", "--no-report"], check=True, env=env, capture_output=True, text=True)
     wall = time.monotonic() - started
-    reuse = r"\] [\d,]+ of [\d,]+ (shards|partitions|pairs) reused|split again"
+    reuse = r"\] [\d,]+ of [\d,]+ (shards|partitions|pairs|components) reused|split again"
     lines = [line for line in (done.stdout + done.stderr).splitlines() if re.search(reuse, line)]
     steps: dict[str, float] = {}
     for row in json.loads((out / "summary.json").read_text()):   # a step's wall time is on each of its sources' rows

@@ -9,7 +9,8 @@ id, so an old result can never pass for a new pair; a result kept under a stale 
 
 The results live in `<cache>/p=<partition>.parquet` (columns sa, ra, sb, rb, jaccard; each pair in one order, the
 smaller side first), each written whole by that partition's `finalize` from every pair it used (found here or
-checked now): the cache holds the last run's pairs, so it does not grow with stale ones. Its content never decides
+checked now), and `r=<partition>.parquet`, the pairs of the components it recalled (`carry`): the cache holds the
+last run's pairs, so it does not grow with stale ones. Its content never decides
 a result, only how much is checked again (a file lost to kill -9 is a cache miss).
 """
 
@@ -68,7 +69,7 @@ def lookup(cache: str, ids: tuple[np.ndarray, np.ndarray], member: np.ndarray, r
     """The kept exact Jaccard of each pair (member, rep), NaN where the cache has none: every partition's file is read
     (40 bytes a pair) and joined with the queries by one sort."""
     q = pair_keys(ids, member, rep)
-    c = read_columns(fs.join(cache, "p=*.parquet"), list(COLUMNS), COLUMNS)
+    c = read_columns(fs.join(cache, "*.parquet"), list(COLUMNS), COLUMNS)
     if not len(c["sa"]) or not len(member):
         return np.full(len(member), np.nan)
     every = np.unique(np.concatenate([c["sa"], c["sb"], q["sa"], q["sb"]]))   # shard ids as small numbers: one u64 a side
@@ -85,9 +86,24 @@ def store(cache: str, p: int, ids: tuple[np.ndarray, np.ndarray], member: np.nda
     write_columns(fs.join(cache, f"p={p:05d}.parquet"), **pair_keys(ids, member, rep), jaccard=np.asarray(jaccard, np.float64))
 
 
+def carry(cache: str, p: int, ids: tuple[np.ndarray, np.ndarray], member: np.ndarray) -> None:
+    """The kept pairs both of whose sides are `member`s (partition `p`'s recalled components, `curate.dedup.settled`,
+    which ask no pair this run), kept for a later run that touches their components (`r=<p>.parquet`)."""
+    c = read_columns(fs.join(cache, "*.parquet"), list(COLUMNS), COLUMNS)
+    sid, row = sides(ids, member)
+    every = np.unique(np.concatenate([c["sa"], c["sb"], sid]))
+
+    def side(s, r):
+        return (np.searchsorted(every, s).astype(U64) << U64(32)) | r.astype(U64)
+
+    mine = side(sid, row)
+    keep = np.isin(side(c["sa"], c["ra"]), mine) & np.isin(side(c["sb"], c["rb"]), mine)
+    write_columns(fs.join(cache, f"r={p:05d}.parquet"), **{k: v[keep] for k, v in c.items()})
+
+
 def prune(cache: str, partitions: int) -> None:
     """Files of partitions the graph no longer has (the count grew or shrank)."""
-    for path in fs.glob(fs.join(cache, "p=*.parquet")):
+    for path in fs.glob(fs.join(cache, "*.parquet")):
         if int(path.rstrip("/").rsplit("/", 1)[-1][2:7]) >= partitions:
             fs.remove(path)
 

@@ -7,7 +7,9 @@ kept (the fraction of equal slots estimates the Jaccard) and, within `margin` of
 exact shingle Jaccard, so that every removed document has a kept one at or above `threshold`.
 
 Phases (after the components converge):
-  decide    per node partition: each member's component label, sent to its docs shard
+  decide    per node partition: each member's component label, sent to its docs shard (with settled components kept,
+            `curate.dedup.settled`: to its component's partition, where `recall` decides the components an earlier
+            run settled and sends the rest to their docs shards)
   gather    per docs shard: attach each member's signature and length, send it to its component's partition
   settle    per partition of components: representatives and estimates, round by round (`settle_members`);
             pairs near the threshold wait in buckets (`queue_checks`), their documents' shards are told what to hash
@@ -25,7 +27,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from curate.dedup import exact_cache, nodes
+from curate.dedup import exact_cache, nodes, settled
 from curate.dedup.exact_cache import pair_lookup
 from curate.dedup.exact_kernel import jaccard_pairs, shingle_sets
 from curate.dedup.graph import GraphDir, by_shard, write_decisions
@@ -55,6 +57,8 @@ class Sound:
     shingling: dict      # how that stage shingled (the exact Jaccard uses the same shingles)
     frozen: str | None = None   # an earlier run or manifest whose kept documents are never removed (`curate.dedup.frozen`)
     cache: str | None = None    # exact checks' results kept across runs (`curate.dedup.exact_cache`; None: none kept)
+    settled: str | None = None  # settled components kept across runs (`curate.dedup.settled`; None: none kept)
+    context: int = 0            # the options those depend on (`settled.context`)
 
     def ids(self, g: GraphDir) -> str:
         """Where the run's docs shard ids for the cache are (`exact_cache.write_ids`)."""
@@ -197,6 +201,9 @@ def finalize(g: GraphDir, s: Sound, p: int) -> dict:
     if s.cache is not None:   # every pair this partition used, found or checked now, for the next run
         exact_cache.store(s.cache, p, exact_cache.read_ids(s.ids(g)), done["node"], done["rep"], done["jaccard"])
     if not len(node):
+        if s.settled is not None:
+            settled.store(s.settled, ([], []), s.context, p, *(np.empty(0, t) for t in (U64, U64, bool, np.int64, np.float32,
+                                                                                         np.uint8, np.int64)))
         return {"in": 0, "removed": 0}
     st = Settled(*(cols[k] for k in STATE))
 
@@ -216,6 +223,9 @@ def finalize(g: GraphDir, s: Sound, p: int) -> dict:
         sim[use & np.isnan(j)] = est[use & np.isnan(j)]
     frozen_rep = gone & cols["frozen"][rep] if s.frozen else None
     write_decisions(g, f"{p:05d}", node, cols["label"], gone, node[rep], sim, method.astype(np.uint8), cols["length"], frozen_rep)
+    if s.settled is not None:   # this partition's components, for the next run (`curate.dedup.settled`)
+        settled.store(s.settled, exact_cache.read_ids(s.ids(g)), s.context, p, node, cols["label"], gone, rep, sim,
+                      method.astype(np.uint8), cols["length"])
     return {"in": len(node), "removed": int(gone.sum()), "exact_removed": int((gone & check).sum()), "sure": int((st.fate == REMOVED).sum())}
 
 

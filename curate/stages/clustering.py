@@ -15,17 +15,16 @@ from typing import Iterator
 import numpy as np
 import pyarrow as pa
 
-from curate.dedup import exact_cache, frozen, graph, nodes, sound, verify
+from curate.dedup import graph, nodes, sound, verify
 from curate.dedup.shingles import Shingling
 from curate.errors import CurateError
-from curate.io import fs
-from curate.io.parquet import ParquetSink, read_table
-from curate.rundir.edits import apply_edits, read_spans
+from curate.io.parquet import ParquetSink
 from curate.dedup.layout import shard_numbers, shard_tag
 from curate.rundir import DedupRecord, IngestRecord, RunDir
-from curate.rundir.digests import file_digest
-from curate.stages.facets import Facets, Kernel
-from curate.stages.phase import Phase, PhaseRunner, Task
+from curate.stages import sound_phases
+from curate.stages.facets import Facets
+from curate.stages.graph_jobs import ShardJob, column, phase, queued
+from curate.stages.phase import PhaseRunner, Task
 from curate.stages.shard import Output, ShardRef, ShardStage, removals
 
 log = logging.getLogger("curate")
@@ -36,18 +35,6 @@ CLUSTERS = pa.schema([("id", pa.string()), ("source", pa.string()), ("cluster", 
 """`rep_*`: the member's representative (the kept document a removed one duplicates, or that a kept one was compared
 with); `similarity` to it and `method` (null where not measured: unverified mode); `length` in characters (null:
 unknown); `represents`: 1 + the documents removed in this one's favour (0 for a removed one), for rehydration."""
-EXACT = Kernel("the exact-Jaccard kernels", "curate.dedup.exact_kernel:warm",
-               ("curate.dedup.exact_kernel:hash_sets", "curate.dedup.exact_kernel:jaccard_pairs"))
-
-
-@dataclass(frozen=True)
-class ShardJob:
-    """The payload of a per-docs-shard graph phase."""
-
-    source: str
-    shard: str
-    tag: str
-    editors: tuple[str, ...] = ()   # text-editing steps before the stage (pii): its text is theirs, edited
 
 
 @dataclass(frozen=True)
@@ -64,103 +51,38 @@ class Clustering:
     numbers: dict | None = None  # (source, shard) -> (priority, index): the band files are a minhash step's, per shard
 
 
-def _column(run: RunDir, name: str, fn, job: ShardJob) -> dict:
-    """Call `fn(job.tag, <the docs shard's column>)`, the form the shard-level graph functions take."""
-    edits = [read_spans(run, step, job.source, job.shard) for step in job.editors] if name == "text" else []
-    with fs.open_input(run.docs(job.source, job.shard)) as handle:
-        table = read_table(handle, columns=[name, "id"] if any(edits) else [name])
-    for spans in edits:
-        table = apply_edits(table, spans)
-    return fn(job.tag, table.column(name).combine_chunks())
-
-
-def _phase(name: str, tasks: list[Task], fn, kernels: tuple[Kernel, ...] = ()) -> Phase:
-    """A graph phase: each task reads and writes only its own files, so an inline run may run several at once."""
-    return Phase(name, tasks, fn, concurrent=True, kernels=kernels)
-
-
 def cluster(c: Clustering, run: RunDir, jobs: list[ShardJob], run_phase: PhaseRunner) -> None:
     g = c.graph
     parts = [Task(f"{p:05d}", f"partition {p}", p) for p in range(g.partitions)]
     shards = [Task(j.tag, f"source '{j.source}' shard {j.shard}", j) for j in jobs]
-    ran = run_phase(_phase("buckets", parts, partial(graph.buckets, g, c.bands, c.verify is not None, c.numbers))).ran
+    ran = run_phase(phase("buckets", parts, partial(graph.buckets, g, c.bands, c.verify is not None, c.numbers))).ran
     if c.verify is not None:
         shingling = Shingling(**{**c.shingling, "normalize": tuple(c.shingling["normalize"])})
-        run_phase(_phase("verify-a", shards, partial(_column, run, "text", partial(verify.verify_a, g, shingling))))
-        run_phase(_phase("verify-b", shards, partial(_column, run, "text", partial(verify.verify_b, g, shingling, c.verify))))
-    run_phase(_phase("init", parts, partial(graph.init, g)))
+        run_phase(phase("verify-a", shards, partial(column, run, "text", partial(verify.verify_a, g, shingling))))
+        run_phase(phase("verify-b", shards, partial(column, run, "text", partial(verify.verify_b, g, shingling, c.verify))))
+    run_phase(phase("init", parts, partial(graph.init, g)))
     for rnd in range(c.max_rounds):
-        run_phase(_phase(f"send-{rnd}", parts, partial(graph.send, g, rnd)))
-        if sum(r["changed"] for r in run_phase(_phase(f"receive-{rnd}", parts, partial(graph.receive, g, rnd)))) == 0:
+        run_phase(phase(f"send-{rnd}", parts, partial(graph.send, g, rnd)))
+        if sum(r["changed"] for r in run_phase(phase(f"receive-{rnd}", parts, partial(graph.receive, g, rnd)))) == 0:
             final = rnd + 1
             break
     else:
         raise CurateError(f"stage '{c.stage}': components did not converge in {c.max_rounds} rounds")
     if c.sound is not None:
-        _settle(c, run, shards, parts, final, run_phase)
+        sound_phases.settle(c, run, shards, parts, final, run_phase)
     else:
-        run_phase(_phase("decide", parts, partial(graph.decide, g, c.policy, c.by_id, final)))
+        run_phase(phase("decide", parts, partial(graph.decide, g, c.policy, c.by_id, final)))
         if c.by_id:
-            run_phase(_phase("idrank", shards, partial(_column, run, "id", partial(graph.idrank, g))))
-            run_phase(_phase("choose", parts, partial(graph.choose, g)))
-    run_phase(_phase("resolve", _queued(g, shards, "reps"), partial(_resolve, run, g)))
+            run_phase(phase("idrank", shards, partial(column, run, "id", partial(graph.idrank, g))))
+            run_phase(phase("choose", parts, partial(graph.choose, g)))
+    run_phase(phase("resolve", queued(g, shards, "reps"), partial(_resolve, run, g)))
     if ran:   # the reuse line of the other steps: the graph is settled whole, every partition (a resumed run: the rest)
-        log.info("[%s] %d of %d partitions reused, %d recomputed (the whole graph: every cluster is settled again)",
+        log.info("[%s] %d of %d partitions reused, %d recomputed (the whole graph is labelled again)",
                  c.stage, len(parts) - ran, len(parts), ran)
 
 
-def _settle(c: Clustering, run: RunDir, shards: list[Task], parts: list[Task], final: int, run_phase: PhaseRunner) -> None:
-    """The sound mode's phases (`curate.dedup.sound`) in place of `decide`."""
-    g, s = c.graph, c.sound
-    run_phase(_phase("decide", parts, partial(sound.route, g, final)))
-    run_phase(_phase("gather", _queued(g, shards, "sound", "route"), partial(_gather, run, g, s, c.by_id)))
-    if s.cache is not None and not fs.exists(s.ids(g)):   # (a resumed or no-op run has them: its graph holds, so its docs do)
-        exact_cache.write_ids(s.ids(g), shard_ids(run, [t.payload for t in shards], s.shingling))
-    settled = run_phase(_phase("settle", parts, partial(sound.settle, g, s, c.policy, c.by_id)))
-    if s.cache is not None:
-        pairs, reused = sum(r.get("checks", 0) for r in settled), sum(r.get("reused", 0) for r in settled)
-        log.info("[%s: exact] %s of %s pairs reused, %s checked", c.stage, f"{reused:,}", f"{pairs:,}", f"{pairs - reused:,}")
-    run_phase(_phase("exact-a", _queued(g, shards, "sound", "exact"), partial(_column, run, "text", partial(sound.exact_a, g, s)),
-                     (EXACT,)))
-    buckets = sorted(path.rsplit("/", 1)[1][:-len(".parquet")] for path in fs.files_under(g.path("sound", "checks")))
-    run_phase(_phase("exact-b", [Task(b, f"exact-check bucket {b}", b) for b in buckets], partial(sound.exact_b, g, s), (EXACT,)))
-    run_phase(_phase("finalize", parts, partial(sound.finalize, g, s)))
-    if s.cache is not None:
-        exact_cache.prune(s.cache, g.partitions)
-
-
-def shard_ids(run: RunDir, jobs: list[ShardJob], shingling: dict) -> dict[int, int]:
-    """Per docs shard (by shard key), the id of its texts as the exact check reads them (`exact_cache.shard_id`): its
-    docs file and the edits before the step, by content (`digests`: hashed once a process, which later steps' per-shard
-    keys hash too)."""
-    out = {}
-    for j in jobs:
-        priority, index = (int(x) for x in j.tag.split("-"))
-        digests = [file_digest(run.docs(j.source, j.shard)), *(file_digest(run.edits(step, j.source, j.shard)) for step in j.editors)]
-        out[(priority << int(nodes.SHARD_BITS)) | index] = exact_cache.shard_id(j.source, j.shard, digests, shingling)
-    return out
-
-
-def _gather(run: RunDir, g: graph.GraphDir, s: sound.Sound, by_id: bool, job: ShardJob) -> dict:
-    signatures = fs.join(s.signatures, job.source, f"{job.shard}.parquet")
-    if s.frozen is not None:  # which members are frozen: their ids against the same-named shard of the frozen kept/
-        kept = fs.join(frozen.frozen_root(s.frozen), "kept", job.source, f"{job.shard}.parquet")
-        return _column(run, "id", lambda tag, ids: sound.gather(g, s, signatures, tag, ids if by_id else None,
-                                                                frozen.frozen_mask(ids, kept)), job)
-    return _column(run, "id", partial(sound.gather, g, s, signatures), job) if by_id else sound.gather(g, s, signatures, job.tag, None)
-
-
-def _queued(g: graph.GraphDir, shards: list[Task], *folder: str) -> list[Task]:
-    """The shards with something queued for them under `folder/s=<tag>/`: a per-shard phase plans no task (no
-    round trip, no read of the shard's text) for a shard with nothing to do. In the 1M-document scale run,
-    of 1,100 shards: gather 1,028, exact a 642, exact b 789, resolve 970."""
-    head = g.path(*folder)
-    tags = {path[len(head) + 1:].split("/")[0][2:] for path in fs.files_under(head)}
-    return [t for t in shards if t.payload.tag in tags]
-
-
 def _resolve(run: RunDir, g: graph.GraphDir, job: ShardJob) -> dict:
-    return _column(run, "id", lambda tag, ids: graph.resolve(g, tag, job.source, ids), job)
+    return column(run, "id", lambda tag, ids: graph.resolve(g, tag, job.source, ids), job)
 
 
 def shard_outcome(graph_root: str, tag: str, source: str, reason: str,

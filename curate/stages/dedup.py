@@ -17,7 +17,7 @@ import logging
 import os
 
 from curate.common.schema import COUNT_MAX, Field
-from curate.dedup import alarms, frozen
+from curate.dedup import alarms, frozen, settled
 from curate.dedup.graph import GraphDir
 from curate.dedup.policy import POLICIES
 from curate.dedup.sound import Sound
@@ -67,8 +67,8 @@ class DedupStage(ClusterStage):
         if o["mode"] == "sound" and not mh.signatures:
             raise CurateError(f"stage '{self.name}': the minhash step kept no signatures (an older run); run it again "
                               f"(delete {self.run.work(self.upstream['minhash'])}) or --set stages.{self.name}.mode=unverified")
-        sound = (Sound(o["threshold"], o["margin"], o["rounds"], mh.signatures, mh.shingling, o["frozen"], self.exact_cache())
-                 if o["mode"] == "sound" else None)
+        sound = (Sound(o["threshold"], o["margin"], o["rounds"], mh.signatures, mh.shingling, o["frozen"], self.exact_cache(),
+                       *self.settled_cache(mh, by_id)) if o["mode"] == "sound" else None)
         cluster(Clustering(self.name, GraphDir(self.graph_root(), mh.partitions), mh.bands, o["policy"], by_id,
                            o["max_rounds"], o["verify"], mh.shingling, sound, self.shard_numbers()),
                 self.run, self.jobs(tasks), run_phase)
@@ -78,6 +78,16 @@ class DedupStage(ClusterStage):
     def exact_cache(self) -> str:
         """The exact checks' results, kept across runs (`curate.dedup.exact_cache`): `RUN/_work/<step>/exact/`."""
         return self.run.work(self.name, "exact")
+
+    def settled_cache(self, mh: MinhashRecord, by_id: bool) -> tuple[str | None, int]:
+        """Settled components kept across runs (`curate.dedup.settled`, `RUN/_work/<step>/settled/`) and the options they
+        depend on; none with frozen documents or ids ranking members (what decides those is not in a component's key)."""
+        if self.options["frozen"] is not None or by_id:
+            return None, 0
+        o = self.options
+        return self.run.work(self.name, "settled"), settled.context(
+            {"threshold": o["threshold"], "margin": o["margin"], "rounds": o["rounds"], "policy": o["policy"],
+             "shingling": mh.shingling, "minhash": self.pipeline.stage(self.upstream["minhash"]).options})
 
     def owned_paths(self) -> list[str]:
         """All but the kept exact checks: keyed by the texts they read, an append reuses them (the graph goes)."""

@@ -1,0 +1,48 @@
+"""What the graph phases of `curate.stages.clustering` and `curate.stages.sound_phases` share: a docs shard's task
+payload, its column as the shard-level functions take it, the phase wrapper, and which shards have work queued."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from curate.io import fs
+from curate.io.parquet import read_table
+from curate.dedup import graph
+from curate.rundir import RunDir
+from curate.rundir.edits import apply_edits, read_spans
+from curate.stages.facets import Kernel
+from curate.stages.phase import Phase, Task
+
+
+@dataclass(frozen=True)
+class ShardJob:
+    """The payload of a per-docs-shard graph phase."""
+
+    source: str
+    shard: str
+    tag: str
+    editors: tuple[str, ...] = ()   # text-editing steps before the stage (pii): its text is theirs, edited
+
+
+def column(run: RunDir, name: str, fn, job: ShardJob) -> dict:
+    """Call `fn(job.tag, <the docs shard's column>)`, the form the shard-level graph functions take."""
+    edits = [read_spans(run, step, job.source, job.shard) for step in job.editors] if name == "text" else []
+    with fs.open_input(run.docs(job.source, job.shard)) as handle:
+        table = read_table(handle, columns=[name, "id"] if any(edits) else [name])
+    for spans in edits:
+        table = apply_edits(table, spans)
+    return fn(job.tag, table.column(name).combine_chunks())
+
+
+def phase(name: str, tasks: list[Task], fn, kernels: tuple[Kernel, ...] = ()) -> Phase:
+    """A graph phase: each task reads and writes only its own files, so an inline run may run several at once."""
+    return Phase(name, tasks, fn, concurrent=True, kernels=kernels)
+
+
+def queued(g: graph.GraphDir, shards: list[Task], *folder: str) -> list[Task]:
+    """The shards with something queued for them under `folder/s=<tag>/`: a per-shard phase plans no task (no
+    round trip, no read of the shard's text) for a shard with nothing to do. In the 1M-document scale run,
+    of 1,100 shards: gather 1,028, exact a 642, exact b 789, resolve 970."""
+    head = g.path(*folder)
+    tags = {path[len(head) + 1:].split("/")[0][2:] for path in fs.files_under(head)}
+    return [t for t in shards if t.payload.tag in tags]
