@@ -151,7 +151,8 @@ def test_the_chain_names_each_steps_providers(tmp_path):
                "  mix: {}\n  tokenize: {}\n  pack: {}\n  manifest: {}\n")
     steps = {s.name: s.upstream for s in load_pipeline(f).stages}
     assert steps["dedup"] == {"docs": "ingest", "minhash": "mh"}
-    assert steps["tokenize"] == {"docs": "ingest", "mix": "mix"}
+    assert steps["tokenize"] == {"docs": "ingest"}   # it writes each document once; pack gives the mix's copies
+    assert steps["pack"] == {"docs": "ingest", "tokens": "tokenize", "mix": "mix"}
     assert steps["manifest"] == {"tokens": "tokenize", "packed": "pack", "mix": "mix"}
 
 
