@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import hashlib
 from dataclasses import asdict
+from functools import partial
 
 import numpy as np
 import pyarrow as pa
@@ -28,6 +29,7 @@ from curate.io import fs
 from curate.io.parquet import ParquetSink
 from curate.rundir.tables import SourceSink
 from curate.rundir import TokenizerRecord
+from curate.rundir.digests import file_digest
 from curate.stages.reads import tokenizer_identity
 from curate.stages.registry import stage
 from curate.stages.resources import RESOURCE_OPTIONS, Resources
@@ -97,14 +99,45 @@ class TokenizeStage(ShardStage):
     def cache_path(self, shard: ShardRef) -> str:
         return self.run.work(self.name, "tokens", self.cache_key, shard.source, f"{shard.shard}.parquet")
 
-    def process_shard(self, batches, shard: ShardRef):
+    def texts_key(self, shard: ShardRef) -> str:
+        """What gives each of the shard's ids its text: the docs file and the edits of the steps that edit text."""
+        parts = [file_digest(self.run.docs(shard.source, shard.shard))]
+        parts += [file_digest(self.run.edits(step, shard.source, shard.shard)) for step in self.editors]
+        return hashlib.sha256(canonical_json(parts).encode()).hexdigest()
+
+    def run_shard(self, shard: ShardRef) -> dict:
+        """A shard recomputed only because fewer of its documents live (an append moved the mix's down-sampling),
+        whose texts are those its kept ids were made from, is written from the kept ids: its text is not read."""
+        cached, texts = cache.load(self.cache_path(shard)), self.texts_key(shard)
+        if cached is not None and cache.texts_of(cached) == texts and self._all_kept(shard, cached):
+            return self.map_shard(shard, partial(self._from_kept, cached), self.sink(shard), columns=["id"], ledger=self.REMOVES)
+        return self.map_shard(shard, partial(self._tokenize_shard, cached, texts), self.sink(shard), ledger=self.REMOVES)
+
+    def _all_kept(self, shard: ShardRef, cached: pa.Table) -> bool:
+        kept = cached.column("id").combine_chunks()
+        return all(pc.all(pc.is_in(b.column("id").cast(pa.string()), value_set=kept)).as_py() is not False
+                   for b in self.live_batches(shard, ["id"]))
+
+    def _from_kept(self, cached: pa.Table, batches, shard: ShardRef):
+        """Each batch of live ids with its kept tokens: the rows `tokenize` writes when every id hits."""
+        kept, tokens = cached.column("id").combine_chunks(), cached.column("tokens").combine_chunks()
+        for batch in batches:
+            if not batch.num_rows:
+                yield None
+                continue
+            ids = batch.column("id").combine_chunks()
+            got = tokens.take(pc.index_in(ids.cast(pa.string()), value_set=kept))
+            lengths = pc.list_value_length(got).to_numpy(zero_copy_only=False).astype(np.int64)
+            yield Output(rows=pa.table([ids, got], schema=SCHEMA), counts={"tokens": int(lengths.sum())})
+
+    def _tokenize_shard(self, cached: pa.Table | None, texts: str, batches, shard: ShardRef):
         """Each batch with the shard's kept token ids at hand; the ids of its live documents are kept again."""
-        cached = cache.load(self.cache_path(shard))
-        with ParquetSink(self.cache_path(shard), cache.SCHEMA, compression="lz4") as keep:
+        schema = cache.schema_for(texts)
+        with ParquetSink(self.cache_path(shard), schema, compression="lz4") as keep:
             for batch in batches:
                 out, kept = self.tokenize(batch, shard, cached)
                 if kept is not None:
-                    keep.write(kept)
+                    keep.write(kept.replace_schema_metadata(schema.metadata))
                 yield out
 
     def sink(self, shard: ShardRef) -> ParquetSink:

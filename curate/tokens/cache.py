@@ -5,7 +5,9 @@ fewer of a grown source's documents; dedup removes old documents that a new, hig
 the token ids of a document depend only on its text and the tokenizer. Each shard's ids are kept in
 `_work/<step>/tokens/<tokenizer key>/<source>/<shard>.parquet` (id, text_hash, tokens); a recomputed shard takes
 the tokens of every document whose id and text hash match and tokenizes only the rest. What the step writes is the
-same either way: token ids are a function of the text (checked by `text_hash`, xxh3 of the UTF-8 text).
+same either way: token ids are a function of the text (checked by `text_hash`, xxh3 of the UTF-8 text). The file
+also names (schema metadata `texts`) the digest of what gave its ids their texts: while that holds and every live
+document of the shard has kept ids, the shard is written from them without reading its text (`TokenizeStage`).
 """
 
 from __future__ import annotations
@@ -35,6 +37,20 @@ def text_hashes(texts: pa.Array) -> np.ndarray:
     if texts.null_count:
         out[texts.is_null().to_numpy(zero_copy_only=False)] = h(b"")
     return out
+
+
+TEXTS = b"texts"   # schema metadata: the digest of what gave each kept id its text (the docs file, the edits)
+
+
+def schema_for(texts: str) -> pa.Schema:
+    """The kept ids' schema, naming what their texts came from (`texts_of` reads it back)."""
+    return SCHEMA.with_metadata({TEXTS: texts.encode()})
+
+
+def texts_of(table: pa.Table | None) -> str | None:
+    """The digest a kept table's texts came from, or None (a file written before it was recorded)."""
+    meta = (table.schema.metadata or {}) if table is not None else {}
+    return meta[TEXTS].decode() if TEXTS in meta else None
 
 
 def load(path: str) -> pa.Table | None:

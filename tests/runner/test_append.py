@@ -384,3 +384,45 @@ def test_a_weights_append_that_moves_every_sources_epochs_rewrites_no_unchanged_
     packed = {k for k, t in markers(ws / "run").items() if k.startswith("pack/shards/") and before.get(k) != t}
     assert len(packed) == len([k for k in markers(ws / "run") if k.startswith("pack/shards/")])   # pack re-packs
     _equals_fresh(ws, "a weights append")
+
+
+def _dclm(path: Path, texts: list[str]) -> None:
+    """A DCLM file (JSON lines, zstd) of texts, each with its own url (the id)."""
+    import zstandard
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    lines = [json.dumps({"text": t, "url": f"https://example.com/late/{i}"}) for i, t in enumerate(texts)]
+    path.write_bytes(zstandard.ZstdCompressor().compress(("\n".join(lines) + "\n").encode()))
+
+
+def test_a_source_that_grows_under_weights_rewrites_its_shards_from_kept_token_ids_without_reading_text(corpus, monkeypatch, tmp_path):
+    """`weights` with fwe the limiting source: a file added to dclm lowers dclm's epochs, so the mix drops more of its
+    old documents and every dclm shard is recomputed. Their texts are those their kept token ids came from, and every
+    live document has kept ids: the shards are written from those ids without their text being read (only the new
+    file's texts are hashed and tokenized), and the run equals a fresh one."""
+    ws = tmp_path / "ws"
+    _base(corpus, ws)
+    text = (ws / "pipeline.yaml").read_text()
+    (ws / "pipeline.yaml").write_text(text.replace("mix: {epochs: {fwe: 1.0, dclm: 1.0, zyda: 0.5, dolma_cc: 0.8}}",
+                                                   "mix: {weights: {fwe: 1.0, dclm: 1.0, zyda: 0.2, dolma_cc: 0.2}}"))
+    monkeypatch.chdir(ws)
+    _run(ws, "run")
+    plan, before = _plan(ws / "run"), markers(ws / "run")
+    assert plan["fwe"]["epochs"] == pytest.approx(1.0) and 0.5 < plan["dclm"]["epochs"] < 1
+    late = [" ".join(f"late{i}word{j}" for j in range(25)) for i in range(60)]   # about a quarter more dclm tokens
+    _dclm(ws / "corpus/dclm/global-shard_01_of_10/local-shard_9_of_10/zzz_late.jsonl.zst", late)
+    import curate.tokens.cache as cache
+
+    hashed = []
+    hashes = cache.text_hashes
+    monkeypatch.setattr(cache, "text_hashes", lambda texts: hashed.append(len(texts)) or hashes(texts))
+    _run(ws, "run")
+    monkeypatch.setattr(cache, "text_hashes", hashes)
+    assert _plan(ws / "run")["dclm"]["epochs"] < plan["dclm"]["epochs"]
+    again = {k for k, t in markers(ws / "run").items() if k.startswith("tokenize/shards/dclm/") and before.get(k) != t}
+    old = {k for k in before if k.startswith("tokenize/shards/dclm/")}
+    assert old & again, "no old dclm shard was recomputed: the test shows nothing"
+    fresh = [k.removeprefix("tokenize/shards/").removesuffix(".json") for k in again - old]
+    written = sum(pq.read_metadata(ws / "run/tokenize" / f"{k}.parquet").num_rows for k in fresh)
+    assert len(fresh) == 1 and sum(hashed) == written, f"texts of old shards were read and hashed: {hashed}, {written}"
+    _equals_fresh(ws, "a source that grows under weights")
