@@ -183,6 +183,7 @@ def test_the_zyda2_recipe_is_sound_by_default_and_unverified_one_set_away():
                 if s.name == "dedup").options["mode"] == "unverified"
 
 
+@pytest.mark.slow  # embedded Ray clusters of one and two workers
 def test_ray_with_one_and_two_workers_is_byte_identical_to_inline(drift):
     tmp, _, _, runs = drift
     parts = ("kept", "ledger", "dedup")

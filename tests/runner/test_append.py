@@ -70,6 +70,7 @@ def _equals_fresh(ws: Path, label: str) -> None:
     accounting_holds(ws / "run")
 
 
+@pytest.mark.slow  # three appends, each compared with a whole fresh run
 def test_three_appends_compute_only_new_work_and_equal_a_fresh_run(corpus, monkeypatch, capfd):
     ws = corpus
     monkeypatch.chdir(ws)
@@ -226,6 +227,7 @@ def test_frozen_needs_sound_mode_and_an_earlier_run(corpus, monkeypatch, tmp_pat
     assert "names this run's own output" in capfd.readouterr().err
 
 
+@pytest.mark.slow  # kill -9
 def test_kill_9_during_an_append_then_a_rerun_equals_a_fresh_run(corpus, monkeypatch, tmp_path):
     ws = tmp_path / "ws"
     _base(corpus, ws)

@@ -79,6 +79,7 @@ def flaky(monkeypatch, tmp_path, sample_env):
     return lambda mode: load_pipeline(ZYDA2, [f"stages={{ingest: {{}}, flaky: {{use: flaky, flags: '{flags}', mode: {mode}}}}}"])
 
 
+@pytest.mark.slow  # a Ray worker killed mid-task
 def test_a_dead_worker_is_retried(flaky, tmp_path):
     rows = run_pipeline(flaky("die"), str(tmp_path / "run"), workers=2, progress=Progress(quiet=True))
     flaky_rows = [r for r in rows if r["stage"] == "flaky"]

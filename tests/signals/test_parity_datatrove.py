@@ -78,6 +78,7 @@ def agreement_table(parity) -> dict[tuple[str, str], tuple[int, int]]:
     return P.agreement_table(parity)
 
 
+@pytest.mark.slow  # datatrove's filters over the real documents of ../shared/data (a whole-matrix run; skips without it)
 def test_agreement_with_datatrove_on_real_documents(parity):
     text = P.report(parity)
     print("\n" + text)
@@ -87,6 +88,7 @@ def test_agreement_with_datatrove_on_real_documents(parity):
         assert same / total >= floor, f"{name} on {dataset}: {same}/{total} agree\n{text}"
 
 
+@pytest.mark.slow  # datatrove's filters over the real documents of ../shared/data (a whole-matrix run; skips without it)
 def test_every_disagreement_has_a_documented_cause(parity):
     unexplained = [d for d in parity["disagreements"] if d[-1] not in CLASSES]
     assert not unexplained, "\n".join(map(str, unexplained))
@@ -95,6 +97,7 @@ def test_every_disagreement_has_a_documented_cause(parity):
     assert set(counts) <= set(CLASSES), counts
 
 
+@pytest.mark.slow  # datatrove's filters over the real documents of ../shared/data (a whole-matrix run; skips without it)
 def test_first_failed_rule_is_datatrove_reason(parity):
     """Where both remove a document, our first failed rule names datatrove's reason (rules are in its order):
     measured on every such document (1,473, 530 and 1,413 of them in bench/eval_parity.py)."""

@@ -171,6 +171,7 @@ def test_zyda2_on_the_sample_uses_and_names_the_stand_in(sample_env, tmp_path, c
     assert {r[0] for r in reasons} == {"zyda", "dolma_cc"} and {r[1] for r in reasons} == {"classify:zyda2_quality"}
 
 
+@pytest.mark.slow  # an embedded Ray cluster that offers a GPU
 def test_model_actors_go_to_the_gpu_ray_offers_and_run_on_cpu_without_cuda(tmp_path, sample_dir):
     import ray
 

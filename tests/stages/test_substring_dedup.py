@@ -162,6 +162,7 @@ def test_a_pipeline_keeps_the_edited_text_shows_it_and_reports_it(tmp_path, caps
 
 
 @pytest.mark.skipif(sys.platform != "linux", reason="Ray workers")
+@pytest.mark.slow  # embedded Ray clusters of one and two workers
 def test_inline_and_one_or_two_ray_workers_give_identical_bytes(tmp_path):
     p = _pipeline(tmp_path, TEXTS)
     for name, args in (("inline", ["--inline"]), ("w1", ["--workers", "1"]), ("w2", ["--workers", "2"])):
@@ -184,6 +185,7 @@ def test_the_step_is_off_in_zyda2_until_enabled_and_comes_after_the_filters_befo
     assert steps.index("dedup") < steps.index("quality_model") < at < steps.index("mix") < steps.index("tokenize")
 
 
+@pytest.mark.slow  # kill -9
 def test_killed_with_sigkill_it_resumes_to_the_same_bytes(tmp_path):
     texts = [f"doc {i} {STORY} middle {i % 7} {BANNER} end {i}" for i in range(4000)]
     p = _pipeline(tmp_path, texts)
