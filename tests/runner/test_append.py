@@ -354,18 +354,24 @@ def _ledger_bytes(run: Path, step: str) -> dict[str, bytes]:
     return {f"{p.parent.name}/{p.stem}": p.read_bytes() for p in (run / "ledger" / step).glob("*/*.parquet")}
 
 
+def _weights_run(corpus, monkeypatch, tmp_path: Path, weights: str) -> Path:
+    """A workspace whose pipeline mixes by `weights` instead of epochs, run once; returns the workspace."""
+    ws = tmp_path / "ws"
+    _base(corpus, ws)
+    text = (ws / "pipeline.yaml").read_text()
+    (ws / "pipeline.yaml").write_text(text.replace("mix: {epochs: {fwe: 1.0, dclm: 1.0, zyda: 0.5, dolma_cc: 0.8}}",
+                                                   f"mix: {{weights: {weights}}}"))
+    monkeypatch.chdir(ws)
+    _run(ws, "run")
+    return ws
+
+
 def test_a_weights_append_that_moves_every_sources_epochs_rewrites_no_unchanged_token_shard(corpus, monkeypatch, tmp_path):
     """`weights` with dolma_cc the limiting source: a file added to it raises the mixture's total, so every source's
     epochs move. Tokenize writes (id, tokens), the copies are the pack step's: it rewrites the new shard and those whose
     documents the mix downsamples otherwise (their mix ledger changed), never a shard whose documents are the same
     (old main keyed each shard by its source's epochs and rewrote every one). Pack re-packs; the run equals a fresh one."""
-    ws = tmp_path / "ws"
-    _base(corpus, ws)
-    text = (ws / "pipeline.yaml").read_text()
-    (ws / "pipeline.yaml").write_text(text.replace("mix: {epochs: {fwe: 1.0, dclm: 1.0, zyda: 0.5, dolma_cc: 0.8}}",
-                                                   "mix: {weights: {fwe: 1.0, dclm: 1.0, zyda: 1.0, dolma_cc: 30.0}}"))
-    monkeypatch.chdir(ws)
-    _run(ws, "run")
+    ws = _weights_run(corpus, monkeypatch, tmp_path, "{fwe: 1.0, dclm: 1.0, zyda: 1.0, dolma_cc: 30.0}")
     plan, before, mixed = _plan(ws / "run"), markers(ws / "run"), _ledger_bytes(ws / "run", "mix")
     tokens = {p: p.stat().st_mtime_ns for p in (ws / "run/tokenize").glob("*/*.parquet")}
     assert plan["dolma_cc"]["epochs"] == pytest.approx(1.0) and all(plan[s]["epochs"] < 1 for s in ("fwe", "dclm", "zyda"))
@@ -402,13 +408,7 @@ def test_a_source_that_grows_under_weights_rewrites_its_shards_from_kept_token_i
     old documents and every dclm shard is recomputed. Their texts are those their kept token ids came from, and every
     live document has kept ids: the shards are written from those ids without their text being read (only the new
     file's texts are hashed and tokenized), and the run equals a fresh one."""
-    ws = tmp_path / "ws"
-    _base(corpus, ws)
-    text = (ws / "pipeline.yaml").read_text()
-    (ws / "pipeline.yaml").write_text(text.replace("mix: {epochs: {fwe: 1.0, dclm: 1.0, zyda: 0.5, dolma_cc: 0.8}}",
-                                                   "mix: {weights: {fwe: 1.0, dclm: 1.0, zyda: 0.2, dolma_cc: 0.2}}"))
-    monkeypatch.chdir(ws)
-    _run(ws, "run")
+    ws = _weights_run(corpus, monkeypatch, tmp_path, "{fwe: 1.0, dclm: 1.0, zyda: 0.2, dolma_cc: 0.2}")
     plan, before = _plan(ws / "run"), markers(ws / "run")
     assert plan["fwe"]["epochs"] == pytest.approx(1.0) and 0.5 < plan["dclm"]["epochs"] < 1
     late = [" ".join(f"late{i}word{j}" for j in range(25)) for i in range(60)]   # about a quarter more dclm tokens
