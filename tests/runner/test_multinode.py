@@ -229,11 +229,12 @@ def test_a_killed_driver_leaves_no_embedded_cluster_behind(tmp_path, sample_dir)
     """kill -9 of the driver: the watcher ends what Ray leaves of the embedded cluster (its agents)."""
     from curate.runner.watcher import holders
 
+    before = set(glob.glob(os.path.join(ray_temp_dir(), "session_*")))  # an earlier process may have had this pid
     proc = subprocess.Popen([sys.executable, "-m", "curate", "run", str(ZYDA2), "--output", str(tmp_path / "run"),
                              "--workers", "1", "-q"], env={**os.environ, "CURATE_SAMPLE": str(sample_dir)},
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     wait_for(lambda: list((tmp_path / "run" / "_state").rglob("0*.json")), proc, 120)
-    session = glob.glob(os.path.join(ray_temp_dir(), f"session_*_{proc.pid}"))
+    session = [s for s in glob.glob(os.path.join(ray_temp_dir(), f"session_*_{proc.pid}")) if s not in before]
     assert len(session) == 1 and len(holders(session[0])) >= 4  # gcs, raylet, agents, workers
     proc.send_signal(signal.SIGKILL)
     proc.wait()
