@@ -28,6 +28,7 @@ class ShardInputs:
 
     def __init__(self, run, steps: dict[str, Stage]):
         self.run, self.steps = run, steps
+        self.parts: dict[tuple[str, str], dict] = {}   # (stage, source) -> its records' digests: a step keys its shards once a run
 
     def files(self, stage: Stage, source: str, shard: str) -> dict[str, str | None]:
         """Of a step before it that removes or edits: which documents it left (its ledger's ids) and their text (its
@@ -44,14 +45,23 @@ class ShardInputs:
         out.update({path: file_digest(path) for path in stage.shard_reads(source, shard)})
         return {self.run.relative(path): digest for path, digest in out.items()}
 
-    def records(self, stage: Stage) -> dict[str, str | None]:
-        """The records of the steps it needs beyond documents and tables, by content (their bytes)."""
+    def records(self, stage: Stage, source: str) -> dict[str, str | None]:
+        """The records of the steps it needs beyond documents and tables, by content (their bytes), or the part of one
+        that the stage says concerns `source` (`Stage.record_part`: pack takes one source's copies of the mix plan)."""
+        if (stage.name, source) in self.parts:
+            return self.parts[(stage.name, source)]
         named = {step for need, step in stage.upstream.items() if need != "docs" and not need.startswith(f"{TABLES}.")}
-        return {step: file_digest(self.run.path("_state", step, "record.json")) for step in sorted(named)}
+        out = self.parts[(stage.name, source)] = {}
+        for step in sorted(named):
+            part = stage.record_part(step, source)
+            out[step] = file_digest(self.run.path("_state", step, "record.json")) if part is None else \
+                hashlib.sha256(canonical_json(part).encode()).hexdigest()
+        return out
 
     def digest(self, stage: Stage, source: str, shard: str) -> str:
         files = self.files(stage, source, shard)
         # the batch size too: it decides how a step's files for the shard are cut into row groups (their bytes), and a
         # keyed phase (model scores, blocklist scans) keeps its results by this digest alone
-        body = {"files": files, "records": self.records(stage), "execution.batch_rows": stage.pipeline.execution["batch_rows"]}
+        body = {"files": files, "records": self.records(stage, source),
+                "execution.batch_rows": stage.pipeline.execution["batch_rows"]}
         return hashlib.sha256(canonical_json(body).encode()).hexdigest()

@@ -159,6 +159,11 @@ class Stage(ABC):
         follow from, in place of the parts named in `SHARD_PARTS` (None: what it reads of each shard, `ShardInputs`)."""
         return None
 
+    def record_part(self, step: str, source: str) -> object | None:
+        """For its per-shard key: the part of the record of `step` (a step it needs) that its results for `source`
+        follow from, where that record holds facts of every source (None: the whole record)."""
+        return None
+
     def shard_reads(self, source: str, shard: str) -> list[str]:
         """Files of one docs shard it reads beyond the live documents and the files of the steps it needs, for its
         per-shard key."""

@@ -55,6 +55,8 @@ class PackStage(Stage):
     }
 
     TABLES = ("{step}/_shards",)
+    PER_SHARD = True   # a docs shard packs the same whenever its token documents and its copies are the same: an append
+                       # packs the new or changed shards again and merges every source it touched (`record_part`)
     VERSION = 5   # 2: its markers count the document copies packed (the manifest's split_share is of those)
                   # 3: its files moved from RUN/tokens/ to RUN/<step>/ (a run made before packs once more)
                   # 4: a document map beside each format's files (curate/tokens/docmap.py); the files' bytes unchanged
@@ -67,6 +69,26 @@ class PackStage(Stage):
 
     def source_outputs(self, source: str) -> list[str]:
         return [*super().source_outputs(source), *fs.glob(self.run.token_prefix(self.name, source) + ".*")]
+
+    def shard_outputs(self, source: str, shard: str) -> list[str]:
+        """The shard's packed files in every format and its maps (the merge reads them)."""
+        prefix = self.run.token_shard(self.name, source, shard)
+        return [*(prefix + suffix for name in self.formats for suffix in token_format(name).suffixes), prefix + SHARD_MAPS]
+
+    def record_part(self, step: str, source: str):
+        """Of the mix plan, what gives the source's documents their copies (`doc_copies`): its epochs, the seed and its
+        rehydration; an append that moves another source's epochs leaves this source's shards packed as they were."""
+        if step != self.upstream.get("mix"):
+            return None
+        plan = self.run.record(step, MixRecord).plan
+        r = plan.get("rehydrate")
+        return {"epochs": plan["sources"].get(source, {}).get("epochs"), "seed": plan["seed"],
+                "rehydrate": r and {"weights": r["weights"], "dedup": r["dedup"], "factor": r["factor"].get(source)}}
+
+    def shard_reads(self, source: str, shard: str) -> list[str]:
+        """With rehydration, the shard's dedup cluster sizes."""
+        r = self.run.record(self.upstream["mix"], MixRecord).plan.get("rehydrate") if "mix" in self.upstream else None
+        return [self.run.clusters(r["dedup"], source, shard)] if r else []
 
     def plan(self) -> list[Task[ShardRef]]:
         return shard_tasks(self.run, self.upstream["docs"])

@@ -322,7 +322,8 @@ def test_an_append_on_ray_workers_equals_a_fresh_inline_run(corpus, monkeypatch,
 
 def test_an_append_measures_tokenizes_and_keeps_only_the_new_shard(corpus, monkeypatch, tmp_path):
     """A file of new pages added to dolma_cc: mix measures only its shard (the others' measurements are kept by what
-    they read), and with every source's epochs unchanged in the plan, tokenize and kept run on that shard alone."""
+    they read), and with every source's epochs unchanged in the plan, tokenize, pack and kept run on that shard alone
+    (pack merges every source again)."""
     ws = tmp_path / "ws"
     _base(corpus, ws)
     monkeypatch.chdir(ws)
@@ -340,7 +341,7 @@ def test_an_append_measures_tokenizes_and_keeps_only_the_new_shard(corpus, monke
     new = {k.rsplit("/", 1)[-1].removesuffix(".json") for k in after if k.startswith("ingest/read/") and k not in before}
     assert len(new) == 1, new
     assert [(s.source, s.shard) for s in measured] == [("dolma_cc", *new)], measured
-    for step in ("tokenize", "kept"):
+    for step in ("tokenize", "pack", "kept"):   # pack: its other shards' token documents and copies are the same
         again = {k for k, t in after.items() if k.startswith(f"{step}/shards/") and before.get(k) != t}
         assert again == {f"{step}/shards/dolma_cc/{next(iter(new))}.json"}, (step, sorted(again))
     _equals_fresh(ws, "an append measured by shard")

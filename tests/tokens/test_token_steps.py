@@ -97,6 +97,7 @@ def _to_old_layout(run: Path) -> None:
     value = json.loads(state.read_text())
     for source in value["sources"].values():
         source["fingerprint"], source["parts"]["version"] = "earlier", "pack/2"
+        source.pop("shards", None)   # (a pack step keyed no shard then)
     state.write_text(json.dumps(value))
 
 
