@@ -23,11 +23,10 @@ import pyarrow as pa
 
 from curate.dedup import components, nodes
 from curate.dedup.candidates import bucket_edges
-from curate.dedup.layout import read_bands, read_columns, read_tables, tag_of, write_columns
+from curate.dedup.layout import WORK, read_bands, read_columns, read_tables, tag_of, write_columns, write_frame
 from curate.dedup.policy import removed_mask
 from curate.dedup.shuffle import partition_of, split
 from curate.io import fs
-from curate.io.parquet import write_table
 
 U64 = np.uint64
 
@@ -43,7 +42,7 @@ class GraphDir:
         return fs.join(self.root, *parts)
 
     def labels(self, rnd: int, p: int) -> dict[str, np.ndarray]:
-        return read_columns(self.path("labels", f"r={rnd:03d}", f"p={p:05d}.parquet"), ["node", "hi", "label_hi", "label_lo"],
+        return read_columns(self.path("labels", f"r={rnd:03d}", f"p={p:05d}{WORK}"), ["node", "hi", "label_hi", "label_lo"],
                             {"node": U64, "hi": U64, "label_hi": U64, "label_lo": U64})
 
 
@@ -54,7 +53,7 @@ def buckets(g: GraphDir, bands: str, verify: bool, numbers: dict | None, p: int)
     hi_u, hi_v = lookup(cols["node"], cols["hi"], u), lookup(cols["node"], cols["hi"], v)
     if verify:  # candidates go to the docs shard of u first
         for key, part in by_shard(u, u=u, v=v, hi_u=hi_u, hi_v=hi_v):
-            write_columns(g.path("candidates", f"s={tag_of(key)}", f"from-{p:05d}.parquet"), **part)
+            write_columns(g.path("candidates", f"s={tag_of(key)}", f"from-{p:05d}{WORK}"), **part)
     else:
         write_edges(g, f"{p:05d}", u, v, hi_u, hi_v)
     return {"in": len(cols["node"]), "edges": len(u)}
@@ -64,36 +63,36 @@ def write_edges(g: GraphDir, origin: str, u, v, hi_u, hi_v) -> None:
     """Edges in both directions by node partition, and each linked node's rank."""
     both_u, both_v = np.concatenate([u, v]), np.concatenate([v, u])
     for q, part in split(partition_of(both_u, g.partitions), g.partitions, u=both_u, v=both_v):
-        write_columns(g.path("edges", f"p={q:05d}", f"from-{origin}.parquet"), **part)
+        write_columns(g.path("edges", f"p={q:05d}", f"from-{origin}{WORK}"), **part)
     linked, first = np.unique(both_u, return_index=True)
     hi = np.concatenate([hi_u, hi_v])[first]
     for q, part in split(partition_of(linked, g.partitions), g.partitions, node=linked, hi=hi):
-        write_columns(g.path("nodes", f"p={q:05d}", f"from-{origin}.parquet"), **part)
+        write_columns(g.path("nodes", f"p={q:05d}", f"from-{origin}{WORK}"), **part)
 
 
 def init(g: GraphDir, p: int) -> dict:
-    cols = read_columns(g.path("nodes", f"p={p:05d}", "*.parquet"), ["node", "hi"], {"node": U64, "hi": U64})
+    cols = read_columns(g.path("nodes", f"p={p:05d}", f"*{WORK}"), ["node", "hi"], {"node": U64, "hi": U64})
     node, first = np.unique(cols["node"], return_index=True)
     hi = cols["hi"][first]
-    write_columns(g.path("labels", "r=000", f"p={p:05d}.parquet"), node=node, hi=hi, label_hi=hi, label_lo=node)
+    write_columns(g.path("labels", "r=000", f"p={p:05d}{WORK}"), node=node, hi=hi, label_hi=hi, label_lo=node)
     return {"in": len(node)}
 
 
 def send(g: GraphDir, rnd: int, p: int) -> dict:
     lab = g.labels(rnd, p)
-    edges = read_columns(g.path("edges", f"p={p:05d}", "*.parquet"), ["u", "v"], {"u": U64, "v": U64})
+    edges = read_columns(g.path("edges", f"p={p:05d}", f"*{WORK}"), ["u", "v"], {"u": U64, "v": U64})
     target, hi, lo = components.send(edges["u"], edges["v"], lab["node"], lab["label_hi"], lab["label_lo"])
     for q, part in split(partition_of(target, g.partitions), g.partitions, target=target, hi=hi, lo=lo):
-        write_columns(g.path("messages", f"r={rnd:03d}", f"p={q:05d}", f"from-{p:05d}.parquet"), **part)
+        write_columns(g.path("messages", f"r={rnd:03d}", f"p={q:05d}", f"from-{p:05d}{WORK}"), **part)
     return {"in": len(lab["node"]), "messages": len(target)}
 
 
 def receive(g: GraphDir, rnd: int, p: int) -> dict:
     lab = g.labels(rnd, p)
-    msg = read_columns(g.path("messages", f"r={rnd:03d}", f"p={p:05d}", "*.parquet"), ["target", "hi", "lo"],
+    msg = read_columns(g.path("messages", f"r={rnd:03d}", f"p={p:05d}", f"*{WORK}"), ["target", "hi", "lo"],
                        {"target": U64, "hi": U64, "lo": U64})
     hi, lo, changed = components.receive(lab["node"], lab["label_hi"], lab["label_lo"], msg["target"], msg["hi"], msg["lo"])
-    write_columns(g.path("labels", f"r={rnd + 1:03d}", f"p={p:05d}.parquet"), node=lab["node"], hi=lab["hi"],
+    write_columns(g.path("labels", f"r={rnd + 1:03d}", f"p={p:05d}{WORK}"), node=lab["node"], hi=lab["hi"],
                   label_hi=hi, label_lo=lo)
     return {"in": len(lab["node"]), "changed": changed}
 
@@ -103,7 +102,7 @@ def decide(g: GraphDir, policy: str, by_id: bool, rnd: int, p: int) -> dict:
     node, label = lab["node"], lab["label_lo"]
     if by_id:  # the kept document is chosen by id once ids are attached (phases idrank, choose)
         for key, part in by_shard(node, node=node, label=label):
-            write_columns(g.path("idrank", f"s={tag_of(key)}", f"from-{p:05d}.parquet"), **part)
+            write_columns(g.path("idrank", f"s={tag_of(key)}", f"from-{p:05d}{WORK}"), **part)
         return {"in": len(node)}
     gone = removed_mask(policy, node, label)
     write_decisions(g, f"{p:05d}", node, label, gone, label)
@@ -125,27 +124,27 @@ def write_decisions(g: GraphDir, origin: str, node, label, gone, rep, sim=None, 
     length = np.full(n, -1, np.int64) if length is None else np.asarray(length, np.int64)
     frozen_rep = np.zeros(n, bool) if frozen_rep is None else np.asarray(frozen_rep, bool)
     for key, part in by_shard(rep, node=node, rep=rep, gone=gone):
-        write_columns(g.path("reps", f"s={tag_of(key)}", f"from-{origin}.parquet"), **part)
+        write_columns(g.path("reps", f"s={tag_of(key)}", f"from-{origin}{WORK}"), **part)
     for key, part in by_shard(node, node=node, label=label, removed=gone, sim=sim, method=method, length=length, frozen_rep=frozen_rep):
-        write_columns(g.path("members", f"s={tag_of(key)}", f"from-{origin}.parquet"), **part)
+        write_columns(g.path("members", f"s={tag_of(key)}", f"from-{origin}{WORK}"), **part)
 
 
 def idrank(g: GraphDir, tag: str, ids: pa.Array) -> dict:
     """Attach each member's id (`ids`: the docs shard's id column), then send members to their cluster's partition."""
-    m = read_columns(g.path("idrank", f"s={tag}", "*.parquet"), ["node", "label"], {"node": U64, "label": U64})
+    m = read_columns(g.path("idrank", f"s={tag}", f"*{WORK}"), ["node", "label"], {"node": U64, "label": U64})
     member_ids = ids.take(pa.array(nodes.row_of(m["node"]))).to_pylist()
     part_of = partition_of(m["label"], g.partitions)
     for q in np.unique(part_of):
         rows = np.flatnonzero(part_of == q)
         table = pa.table({"node": pa.array(m["node"][rows]), "label": pa.array(m["label"][rows]),
                           "id": pa.array([member_ids[i] for i in rows], pa.string())})
-        write_table(g.path("choose", f"p={int(q):05d}", f"from-{tag}.parquet"), table, compression="lz4")
+        write_frame(g.path("choose", f"p={int(q):05d}", f"from-{tag}{WORK}"), table)
     return {"in": len(m["node"])}
 
 
 def choose(g: GraphDir, p: int) -> dict:
     """Per cluster: keep the best source's smallest id; everything else is removed in its favour."""
-    t = read_tables(g.path("choose", f"p={p:05d}", "*.parquet"))
+    t = read_tables(g.path("choose", f"p={p:05d}", f"*{WORK}"))
     if t is None:
         return {"in": 0, "removed": 0}
     node, label, ids = t.column("node").to_numpy(), t.column("label").to_numpy(), t.column("id").to_pylist()
@@ -162,14 +161,14 @@ def choose(g: GraphDir, p: int) -> dict:
 def resolve(g: GraphDir, tag: str, source: str, ids: pa.Array) -> dict:
     """Name the representative (id, source) of every member whose representative is one of this shard's documents,
     and count how many documents each of them replaces."""
-    r = read_columns(g.path("reps", f"s={tag}", "*.parquet"), ["node", "rep", "gone"], {"node": U64, "rep": U64, "gone": bool})
+    r = read_columns(g.path("reps", f"s={tag}", f"*{WORK}"), ["node", "rep", "gone"], {"node": U64, "rep": U64, "gone": bool})
     rep_id = ids.take(pa.array(nodes.row_of(r["rep"]))).to_numpy(zero_copy_only=False)
     for key, part in by_shard(r["node"], node=r["node"], rep=rep_id.astype(object)):
-        write_table(g.path("resolved", f"s={tag_of(key)}", f"from-{tag}.parquet"),
+        write_frame(g.path("resolved", f"s={tag_of(key)}", f"from-{tag}{WORK}"),
                     pa.table({"node": pa.array(part["node"]), "rep_id": pa.array(list(part["rep"]), pa.string()),
                               "rep_source": pa.array([source] * len(part["node"]), pa.string())}))
     rep, count = np.unique(r["rep"][r["gone"]], return_counts=True)
-    write_columns(g.path("represents", f"s={tag}.parquet"), node=rep, count=count.astype(np.int64))
+    write_columns(g.path("represents", f"s={tag}{WORK}"), node=rep, count=count.astype(np.int64))
     return {"in": len(r["node"]), "removed": int(r["gone"].sum())}
 
 
@@ -193,13 +192,13 @@ class ShardDecisions:
 
 def shard_decisions(root: str, tag: str) -> ShardDecisions:
     """What the graph phases decided for one docs shard (`root`: the GraphDir's root)."""
-    m = read_columns(fs.join(root, "members", f"s={tag}", "*.parquet"),
+    m = read_columns(fs.join(root, "members", f"s={tag}", f"*{WORK}"),
                      ["node", "label", "removed", "sim", "method", "length", "frozen_rep"],
                      {"node": U64, "label": U64, "removed": bool, "sim": np.float32, "method": np.uint8, "length": np.int64,
                       "frozen_rep": bool})
     order = np.argsort(m["node"])
     m = {k: v[order] for k, v in m.items()}
-    table = read_tables(fs.join(root, "resolved", f"s={tag}", "*.parquet"))
+    table = read_tables(fs.join(root, "resolved", f"s={tag}", f"*{WORK}"))
     if table is None:
         rep_id = rep_source = np.empty(0, object)
     else:
@@ -208,7 +207,7 @@ def shard_decisions(root: str, tag: str) -> ShardDecisions:
         at = by_node[np.searchsorted(resolved[by_node], m["node"])]
         rep_id = table.column("rep_id").to_numpy(zero_copy_only=False)[at]
         rep_source = table.column("rep_source").to_numpy(zero_copy_only=False)[at]
-    reps = read_columns(fs.join(root, "represents", f"s={tag}.parquet"), ["node", "count"], {"node": U64, "count": np.int64})
+    reps = read_columns(fs.join(root, "represents", f"s={tag}{WORK}"), ["node", "count"], {"node": U64, "count": np.int64})
     represents = np.where(m["removed"], 0, 1).astype(np.int64)
     hit = np.isin(m["node"], reps["node"])
     represents[hit] += reps["count"][np.searchsorted(reps["node"], m["node"][hit])]

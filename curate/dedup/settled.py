@@ -26,7 +26,7 @@ import numpy as np
 
 from curate.dedup import exact_cache, nodes
 from curate.dedup.graph import GraphDir, by_shard, write_decisions
-from curate.dedup.layout import read_columns, tag_of, write_columns
+from curate.dedup.layout import WORK, read_columns, tag_of, write_columns
 from curate.dedup.shuffle import mix64, partition_of, split
 from curate.io import fs
 
@@ -72,14 +72,14 @@ def route(g: GraphDir, rnd: int, p: int) -> dict:
     lab = g.labels(rnd, p)
     for q, part in split(partition_of(lab["label_lo"], g.partitions), g.partitions, node=lab["node"], label=lab["label_lo"],
                          hi=lab["hi"]):
-        write_columns(g.path("sound", "components", f"p={q:05d}", f"from-{p:05d}.parquet"), **part)
+        write_columns(g.path("sound", "components", f"p={q:05d}", f"from-{p:05d}{WORK}"), **part)
     return {"in": len(lab["node"])}
 
 
 def recall(g: GraphDir, cache: str, ids_path: str, ctx: int, exact: str | None, p: int) -> dict:
     """Partition `p`'s components: the ones settled before write their decisions (and keep their exact checks in
     `exact`, `exact_cache.carry`); the others go to `gather`."""
-    m = read_columns(g.path("sound", "components", f"p={p:05d}", "*.parquet"), ["node", "label", "hi"],
+    m = read_columns(g.path("sound", "components", f"p={p:05d}", f"*{WORK}"), ["node", "label", "hi"],
                      {"node": U64, "label": U64, "hi": U64})
     if not len(m["node"]):
         return {"in": 0, "components": 0, "reused": 0}
@@ -109,7 +109,7 @@ def recall(g: GraphDir, cache: str, ids_path: str, ctx: int, exact: str | None, 
         exact_cache.carry(exact, p, ids, node[member_hit])
     new = np.flatnonzero(~member_hit)
     for shard, part in by_shard(node[new], node=node[new], label=label[new], hi=hi[new]):
-        write_columns(g.path("sound", "route", f"s={tag_of(shard)}", f"from-{p:05d}.parquet"), **part)
+        write_columns(g.path("sound", "route", f"s={tag_of(shard)}", f"from-{p:05d}{WORK}"), **part)
     return {"in": len(node), "components": len(start), "reused": int(hit.sum())}
 
 

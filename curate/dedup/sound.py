@@ -31,7 +31,7 @@ from curate.dedup import exact_cache, nodes, settled
 from curate.dedup.exact_cache import pair_lookup
 from curate.dedup.exact_kernel import jaccard_pairs, shingle_sets
 from curate.dedup.graph import GraphDir, by_shard, write_decisions
-from curate.dedup.layout import read_columns, read_tables, tag_of, write_columns
+from curate.dedup.layout import WORK, read_columns, read_tables, tag_of, write_columns, write_frame
 from curate.dedup.settle import CHECK, REMOVED, Settled, finish, settle_members
 from curate.dedup.shingles import Shingling
 from curate.dedup.shuffle import partition_of
@@ -69,14 +69,14 @@ def route(g: GraphDir, rnd: int, p: int) -> dict:
     """Send each member's component label (and rank) to its docs shard."""
     lab = g.labels(rnd, p)
     for key, part in by_shard(lab["node"], node=lab["node"], label=lab["label_lo"], hi=lab["hi"]):
-        write_columns(g.path("sound", "route", f"s={tag_of(key)}", f"from-{p:05d}.parquet"), **part)
+        write_columns(g.path("sound", "route", f"s={tag_of(key)}", f"from-{p:05d}{WORK}"), **part)
     return {"in": len(lab["node"])}
 
 
 def gather(g: GraphDir, s: Sound, signatures: str, tag: str, ids: pa.Array | None, frozen: np.ndarray | None = None) -> dict:
     """Attach this shard's members' signatures (`signatures`: its file; and ids when the policy ranks by id; whether each is frozen when
     `frozen`, a mask over the shard's rows, is given); send them by component."""
-    m = read_columns(g.path("sound", "route", f"s={tag}", "*.parquet"), ["node", "label", "hi"], {"node": U64, "label": U64, "hi": U64})
+    m = read_columns(g.path("sound", "route", f"s={tag}", f"*{WORK}"), ["node", "label", "hi"], {"node": U64, "label": U64, "hi": U64})
     if not len(m["node"]):
         return {"in": 0}
     sig_row, length, sig = read_signatures(signatures)
@@ -130,7 +130,7 @@ def settle(g: GraphDir, s: Sound, policy: str, by_id: bool, p: int, spill_bytes:
     finally:
         if isinstance(sig, DiskRows):
             sig.close()
-    write_columns(g.path("sound", "state", f"p={p:05d}.parquet"), node=node, label=label, length=length,
+    write_columns(g.path("sound", "state", f"p={p:05d}{WORK}"), node=node, label=label, length=length,
                   **{k: getattr(st, k) for k in STATE}, **({"frozen": fixed} if frozen else {}))
     check = st.fate == CHECK
     solid = check & (st.solid >= 0)
@@ -152,7 +152,7 @@ def _reuse(g: GraphDir, s: Sound, p: int, member: np.ndarray, rep: np.ndarray) -
     jaccard = exact_cache.lookup(s.cache, exact_cache.read_ids(s.ids(g)), member, rep)
     hit = ~np.isnan(jaccard)
     if hit.any():
-        write_columns(g.path("sound", "exact-done", f"p={p:05d}", "b=reused.parquet"), node=member[hit], rep=rep[hit], jaccard=jaccard[hit])
+        write_columns(g.path("sound", "exact-done", f"p={p:05d}", f"b=reused{WORK}"), node=member[hit], rep=rep[hit], jaccard=jaccard[hit])
     return ~hit
 
 
@@ -191,12 +191,12 @@ def _sorted_signatures(paths: list[str], order: np.ndarray, spill_bytes: int):
 def finalize(g: GraphDir, s: Sound, p: int) -> dict:
     """Decide one partition of components with the exact checks' results; write the decisions and their evidence."""
     names = ["node", "label", "length", *STATE] + (["frozen"] if s.frozen else [])
-    cols = read_columns(g.path("sound", "state", f"p={p:05d}.parquet"), names,
+    cols = read_columns(g.path("sound", "state", f"p={p:05d}{WORK}"), names,
                         {"node": U64, "label": U64, "length": np.int64, "rep": np.int64, "sim": np.float32, "fate": np.int8,
                          "solid": np.int64, "solid_sim": np.float32, "wait": np.int64, "wait_sim": np.float32, "wait_sure": bool,
                          "frozen": bool})
     node = cols["node"]
-    done = read_columns(g.path("sound", "exact-done", f"p={p:05d}", "*.parquet"), ["node", "rep", "jaccard"],
+    done = read_columns(g.path("sound", "exact-done", f"p={p:05d}", f"*{WORK}"), ["node", "rep", "jaccard"],
                         {"node": U64, "rep": U64, "jaccard": np.float64})
     if s.cache is not None:   # every pair this partition used, found or checked now, for the next run
         exact_cache.store(s.cache, p, exact_cache.read_ids(s.ids(g)), done["node"], done["rep"], done["jaccard"])
@@ -243,13 +243,13 @@ def queue_checks(g: GraphDir, p: int, member: np.ndarray, rep: np.ndarray, size:
     bucket = (np.cumsum(size) - 1) // bucket_hashes
     for k in np.unique(bucket):
         at = bucket == k
-        write_columns(g.path("sound", "checks", f"{p:05d}-{int(k):05d}.parquet"), node=member[at], rep=rep[at])
+        write_columns(g.path("sound", "checks", f"{p:05d}-{int(k):05d}{WORK}"), node=member[at], rep=rep[at])
     want, in_bucket = np.concatenate([member, rep]), np.concatenate([bucket, bucket]).astype(U64)
     order = np.lexsort((in_bucket, want))
     first = np.r_[True, (want[order][1:] != want[order][:-1]) | (in_bucket[order][1:] != in_bucket[order][:-1])]
     want, in_bucket = want[order][first], in_bucket[order][first]
     for key, part in by_shard(want, node=want, bucket=in_bucket):
-        write_columns(g.path("sound", "exact", f"s={tag_of(key)}", f"from-{p:05d}.parquet"),
+        write_columns(g.path("sound", "exact", f"s={tag_of(key)}", f"from-{p:05d}{WORK}"),
                       part=np.full(len(part["node"]), p, U64), **part)
 
 
@@ -257,7 +257,7 @@ def exact_a(g: GraphDir, s: Sound, tag: str, texts: pa.Array) -> dict:
     """Per docs shard: the texts of the documents queued for it, one file per bucket of pairs that needs them
     (`sound/texts/<p>-<bucket>/from-<shard>`). A text is a seventh of its shingle hashes' bytes (3,000 characters:
     24 kB of hashes), so the texts travel and each is hashed once, where its pairs are checked."""
-    c = read_columns(g.path("sound", "exact", f"s={tag}", "*.parquet"), ["node", "part", "bucket"],
+    c = read_columns(g.path("sound", "exact", f"s={tag}", f"*{WORK}"), ["node", "part", "bucket"],
                      {"node": U64, "part": U64, "bucket": U64})
     order = np.lexsort((c["bucket"], c["part"]))
     part, bucket = c["part"][order], c["bucket"][order]
@@ -266,22 +266,21 @@ def exact_a(g: GraphDir, s: Sound, tag: str, texts: pa.Array) -> dict:
         rows = order[a:b]
         table = pa.table({"node": pa.array(c["node"][rows]),
                           "text": texts.take(pa.array(nodes.row_of(c["node"][rows]))).cast(pa.large_string())})
-        write_table(g.path("sound", "texts", f"{int(part[a]):05d}-{int(bucket[a]):05d}", f"from-{tag}.parquet"), table,
-                    compression="lz4")
+        write_frame(g.path("sound", "texts", f"{int(part[a]):05d}-{int(bucket[a]):05d}", f"from-{tag}{WORK}"), table)
     return {"in": len(c["node"])}
 
 
 def exact_b(g: GraphDir, s: Sound, bucket: str) -> dict:
     """Per bucket of pairs (`<partition>-<bucket>`): the exact Jaccard of each (member, kept member), for `finalize`;
     each document's shingles hashed once (`exact_kernel`), however many of the bucket's pairs it is in."""
-    pairs = read_columns(g.path("sound", "checks", f"{bucket}.parquet"), ["node", "rep"], {"node": U64, "rep": U64})
-    t = read_tables(g.path("sound", "texts", bucket, "*.parquet"))
+    pairs = read_columns(g.path("sound", "checks", f"{bucket}{WORK}"), ["node", "rep"], {"node": U64, "rep": U64})
+    t = read_tables(g.path("sound", "texts", bucket, f"*{WORK}"))
     held = t.column("node").to_numpy()
     values, offsets = shingle_sets(t.column("text").combine_chunks(), shingling_of(s))
     by_node = np.argsort(held, kind="stable")
     sim = jaccard_pairs(values, offsets, _held(held, by_node, pairs["node"], bucket), values, offsets,
                         _held(held, by_node, pairs["rep"], bucket))
-    write_columns(g.path("sound", "exact-done", f"p={bucket.split('-')[0]}", f"b={bucket}.parquet"),
+    write_columns(g.path("sound", "exact-done", f"p={bucket.split('-')[0]}", f"b={bucket}{WORK}"),
                   node=pairs["node"], rep=pairs["rep"], jaccard=sim)
     return {"in": len(sim), "passed": int((sim >= s.threshold).sum())}
 

@@ -13,9 +13,8 @@ import xxhash
 
 from curate.dedup import nodes
 from curate.dedup.graph import GraphDir, by_shard, write_edges
-from curate.dedup.layout import read_columns, read_tables, tag_of
+from curate.dedup.layout import WORK, read_columns, read_tables, tag_of, write_frame
 from curate.dedup.shingles import Shingling
-from curate.io.parquet import write_table
 
 U64 = np.uint64
 
@@ -37,19 +36,19 @@ def jaccard(a: np.ndarray, b: np.ndarray) -> float:
 
 
 def verify_a(g: GraphDir, shingling: Shingling, tag: str, texts: pa.Array) -> dict:
-    c = read_columns(g.path("candidates", f"s={tag}", "*.parquet"), ["u", "v", "hi_u", "hi_v"],
+    c = read_columns(g.path("candidates", f"s={tag}", f"*{WORK}"), ["u", "v", "hi_u", "hi_v"],
                      {"u": U64, "v": U64, "hi_u": U64, "hi_v": U64})
     sets = shingle_sets(shingling, texts, nodes.row_of(c["u"]))
     for key, part in by_shard(c["v"], **c):
         shingles = [sets[int(r)] for r in nodes.row_of(part["u"])]
         table = pa.table({**{k: pa.array(v) for k, v in part.items()},
                           "shingles_u": pa.array(shingles, pa.list_(pa.uint64()))})
-        write_table(g.path("verify", f"s={tag_of(key)}", f"from-{tag}.parquet"), table, compression="lz4")
+        write_frame(g.path("verify", f"s={tag_of(key)}", f"from-{tag}{WORK}"), table)
     return {"in": len(c["u"])}
 
 
 def verify_b(g: GraphDir, shingling: Shingling, threshold: float, tag: str, texts: pa.Array) -> dict:
-    table = read_tables(g.path("verify", f"s={tag}", "*.parquet"))
+    table = read_tables(g.path("verify", f"s={tag}", f"*{WORK}"))
     if table is None:
         return {"in": 0, "kept_pairs": 0}
     v = table.column("v").to_numpy()

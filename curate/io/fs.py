@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import errno
 import hashlib
+import glob as _glob
 import os
 import shutil
 import stat
@@ -242,6 +243,8 @@ def exists(path: str) -> bool:
 
 def glob(pattern: str) -> list[str]:
     fs, stripped = filesystem(pattern)
+    if is_local(fs) and "**" not in stripped:   # (fsspec's glob costs ~0.2 ms a call; dedup lists thousands of folders)
+        return sorted(_glob.glob(stripped))
     return sorted(p if is_local(fs) else fs.unstrip_protocol(p) for p in fs.glob(stripped))
 
 

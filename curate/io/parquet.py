@@ -5,7 +5,7 @@ from __future__ import annotations
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from curate.io.fs import AtomicWriter
+from curate.io.fs import AtomicWriter, filesystem, is_local, open_input
 
 WRITE_OPTIONS = dict(compression="zstd", compression_level=3, write_statistics=True, use_dictionary=True)
 SCRATCH_OPTIONS = dict(compression="lz4", write_statistics=False, use_dictionary=False)
@@ -76,3 +76,13 @@ def read_table(handle, columns: list[str] | None = None) -> pa.Table:
     `pq.read_table`, whose dataset machinery costs ~0.2 ms more per call: dedup's phases read thousands of
     small work files."""
     return pq.ParquetFile(handle).read(columns=columns)
+
+
+def read_file(path: str, columns: list[str] | None = None) -> pa.Table:
+    """One Parquet file by path: a local one read in place (only the columns' bytes; a buffered handle reads 8 MiB
+    ahead, ~2x slower for the id column of a docs shard), a remote one through `fs.open_input`."""
+    store, stripped = filesystem(path)
+    if is_local(store):
+        return read_table(stripped, columns)
+    with open_input(path) as handle:
+        return read_table(handle, columns)

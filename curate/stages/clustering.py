@@ -152,6 +152,8 @@ class ClusterStage(ShardStage):
     FACETS = ClusterFacets
     REASON = ""
     GLOBAL = True                   # a cluster spans sources; who is kept follows the priority
+    VERSION = 2                     # 2: the graph's work files are Arrow IPC (`layout.WORK`): a run killed before
+                                    # labels its graph again rather than resume over Parquet files it cannot see
     PIPELINE_READS = ("priority",)
 
     def owned_paths(self) -> list[str]:

@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from curate.io import fs
-from curate.io.parquet import read_table
+from curate.io.parquet import read_file
 from curate.dedup import graph
 from curate.rundir import RunDir
 from curate.rundir.edits import apply_edits, read_spans
@@ -27,8 +27,7 @@ class ShardJob:
 def column(run: RunDir, name: str, fn, job: ShardJob) -> dict:
     """Call `fn(job.tag, <the docs shard's column>)`, the form the shard-level graph functions take."""
     edits = [read_spans(run, step, job.source, job.shard) for step in job.editors] if name == "text" else []
-    with fs.open_input(run.docs(job.source, job.shard)) as handle:
-        table = read_table(handle, columns=[name, "id"] if any(edits) else [name])
+    table = read_file(run.docs(job.source, job.shard), columns=[name, "id"] if any(edits) else [name])
     for spans in edits:
         table = apply_edits(table, spans)
     return fn(job.tag, table.column(name).combine_chunks())

@@ -8,6 +8,7 @@ from functools import partial
 from typing import TYPE_CHECKING
 
 from curate.dedup import exact_cache, frozen, graph, nodes, settled, sound
+from curate.dedup.layout import WORK
 from curate.io import fs
 from curate.rundir import RunDir
 from curate.rundir.digests import file_digest
@@ -44,7 +45,7 @@ def settle(c: Clustering, run: RunDir, shards: list[Task], parts: list[Task], fi
         log.info("[%s: exact] %s of %s pairs reused, %s checked", c.stage, f"{reused:,}", f"{pairs:,}", f"{pairs - reused:,}")
     run_phase(phase("exact-a", queued(g, shards, "sound", "exact"), partial(column, run, "text", partial(sound.exact_a, g, s)),
                      (EXACT,)))
-    buckets = sorted(path.rsplit("/", 1)[1][:-len(".parquet")] for path in fs.files_under(g.path("sound", "checks")))
+    buckets = sorted(path.rsplit("/", 1)[1][:-len(WORK)] for path in fs.files_under(g.path("sound", "checks")))
     run_phase(phase("exact-b", [Task(b, f"exact-check bucket {b}", b) for b in buckets], partial(sound.exact_b, g, s), (EXACT,)))
     run_phase(phase("finalize", parts, partial(sound.finalize, g, s)))
     if s.cache is not None:

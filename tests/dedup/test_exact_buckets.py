@@ -10,7 +10,7 @@ import pyarrow as pa
 from curate.dedup import nodes, sound
 from curate.dedup.exact import jaccard, shingle_hashes
 from curate.dedup.graph import GraphDir
-from curate.dedup.layout import read_columns, tag_of
+from curate.dedup.layout import WORK, read_columns, tag_of
 
 SOUND = sound.Sound(0.8, 0.1, 8, "", {"unit": "char", "n": 5, "normalize": [], "short_docs": "whole"})
 SHARDS = 4
@@ -34,11 +34,11 @@ def check(tmp, texts, member, rep, size, bucket_hashes):
     sound.queue_checks(g, 1, member, rep, size, bucket_hashes)
     for shard, text in enumerate(texts):
         tag = tag_of(int(nodes.shard_key(nodes.pack(0, shard, np.zeros(1, np.int64)))[0]))
-        if glob.glob(g.path("sound", "exact", f"s={tag}", "*.parquet")):
+        if glob.glob(g.path("sound", "exact", f"s={tag}", f"*{WORK}")):
             sound.exact_a(g, SOUND, tag, text)
-    buckets = sorted(p.rsplit("/", 1)[1][:-len(".parquet")] for p in glob.glob(g.path("sound", "checks", "*.parquet")))
+    buckets = sorted(p.rsplit("/", 1)[1][:-len(WORK)] for p in glob.glob(g.path("sound", "checks", f"*{WORK}")))
     checked = sum(sound.exact_b(g, SOUND, b)["in"] for b in buckets)
-    done = read_columns(g.path("sound", "exact-done", "p=00001", "*.parquet"), ["node", "rep", "jaccard"],
+    done = read_columns(g.path("sound", "exact-done", "p=00001", f"*{WORK}"), ["node", "rep", "jaccard"],
                         {"node": np.uint64, "rep": np.uint64, "jaccard": np.float64})
     return g, buckets, checked, done
 
@@ -56,10 +56,10 @@ def test_bucketed_exact_checks_give_the_exact_jaccards_and_a_file_per_shard_and_
         got = {(int(a), int(b)): j for a, b, j in zip(done["node"], done["rep"], done["jaccard"])}
         assert got == {(int(a), int(b)): jaccard(sets[int(a)], sets[int(b)]) for a, b in zip(member, rep)}
         for b in buckets:   # one text file per (shard, bucket), and a bucket holds only its own pairs' documents
-            sent = read_columns(g.path("sound", "texts", b, "*.parquet"), ["node"], {"node": np.uint64})["node"]
-            mine = read_columns(g.path("sound", "checks", f"{b}.parquet"), ["node", "rep"], {"node": np.uint64, "rep": np.uint64})
+            sent = read_columns(g.path("sound", "texts", b, f"*{WORK}"), ["node"], {"node": np.uint64})["node"]
+            mine = read_columns(g.path("sound", "checks", f"{b}{WORK}"), ["node", "rep"], {"node": np.uint64, "rep": np.uint64})
             assert sorted(sent.tolist()) == sorted(set(mine["node"].tolist()) | set(mine["rep"].tolist()))
-            assert len(glob.glob(g.path("sound", "texts", b, "*.parquet"))) == len(np.unique(nodes.shard_key(sent)))
+            assert len(glob.glob(g.path("sound", "texts", b, f"*{WORK}"))) == len(np.unique(nodes.shard_key(sent)))
 
 
 def test_a_bucket_holds_about_its_budget_of_shingles(tmp_path):
@@ -69,7 +69,7 @@ def test_a_bucket_holds_about_its_budget_of_shingles(tmp_path):
     g = GraphDir(str(tmp_path), 2)
     sound.queue_checks(g, 0, member, rep, size, 1000)
     seen = 0
-    for path in sorted(glob.glob(g.path("sound", "checks", "*.parquet"))):
+    for path in sorted(glob.glob(g.path("sound", "checks", f"*{WORK}"))):
         cut = read_columns(path, ["node"], {"node": np.uint64})["node"]
         total = size[seen:seen + len(cut)].sum()
         assert total <= 1000 + size[seen:seen + len(cut)].max()

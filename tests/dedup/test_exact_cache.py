@@ -8,11 +8,11 @@ import sys
 from pathlib import Path
 
 import numpy as np
-import pyarrow.parquet as pq
 import pytest
 
 from conftest import run_cli, tree_digest
 from curate.dedup import exact_cache, nodes
+from curate.dedup.layout import WORK, read_frame
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from test_dedup_sound import SOURCES, make_corpus  # noqa: E402
@@ -40,8 +40,8 @@ def _pairs(run: Path, sources: list[str]) -> set[frozenset]:
     """The pairs this run's exact-b tasks checked, each side as (source, shard index, row): node numbers move when a
     source is added above the others, these do not (a source's shards are the same)."""
     out = set()
-    for f in sorted((run / "_work/dedup/graph/sound/checks").glob("*.parquet")):
-        t = pq.read_table(f)
+    for f in sorted((run / "_work/dedup/graph/sound/checks").glob(f"*{WORK}")):
+        t = read_frame(str(f))
         sides = [np.array(t.column(c).to_pylist(), np.uint64) for c in ("node", "rep")]
         a, b = ([(sources[p], s, r) for p, s, r in zip(nodes.priority_of(n), nodes.shard_of(n), nodes.row_of(n))] for n in sides)
         out |= {frozenset(pair) for pair in zip(a, b)}

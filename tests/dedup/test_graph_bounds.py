@@ -9,7 +9,7 @@ import pyarrow as pa
 
 from curate.dedup import graph, nodes, sound
 from curate.dedup.graph import GraphDir
-from curate.dedup.layout import PartitionedSink, write_columns
+from curate.dedup.layout import WORK, PartitionedSink, read_frame, write_columns
 from curate.dedup.signature_store import fixed_lists
 from curate.io.parquet import read_table, write_table
 from curate.dedup.settle import Settled, settle_members
@@ -80,7 +80,7 @@ def test_a_giant_clusters_signatures_settle_from_disk_to_the_same_state(tmp_path
         finally:
             tracemalloc.stop()
         assert out["in"] == members and out["largest"][0] == members - 400
-        states[spill] = read_table(g.path("sound", "state", "p=00000.parquet"))
+        states[spill] = read_frame(g.path("sound", "state", f"p=00000{WORK}"))
     assert states[0].equals(states[1 << 40])
     assert peaks[0] < members * 128 * 4 < peaks[1 << 40], peaks
 
