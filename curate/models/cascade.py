@@ -11,16 +11,15 @@ from __future__ import annotations
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from curate.sql import connect, quote
+from curate.sql import quote, session
 from curate.common.sql_guard import expression_error
 
 
 def decided_ids(scores: pa.Table, decides: str) -> pa.Array:
     """Ids of the rows of one model's score table for which its `decides` predicate is TRUE."""
-    con = connect()
-    con.register("s", scores)
-    ids = con.sql(f"SELECT id FROM s WHERE coalesce(({decides}), false)").to_arrow_table().column("id").combine_chunks()
-    con.close()
+    with session() as con:
+        con.register("s", scores)
+        ids = con.sql(f"SELECT id FROM s WHERE coalesce(({decides}), false)").to_arrow_table().column("id").combine_chunks()
     return ids.cast(pa.string())
 
 
@@ -30,40 +29,35 @@ def combine(live: pa.Table, scored: dict[str, pa.Table], schemas: dict[str, pa.S
 
     `scored[name]` holds the rows model `name` scored (id + its columns); `cascade` lists (model,
     decides) in order; `others` the models outside it that apply to this source."""
-    con = connect()
-    con.register("live", live.select(["id"]).append_column("_pos", pa.array(range(live.num_rows), pa.int64())))
-    joins, cases, columns = [], [], []
-    for i, (name, schema) in enumerate(schemas.items()):
-        table = scored.get(name) if scored.get(name) is not None else schema.empty_table().add_column(
-            0, "id", pa.array([], pa.string()))
-        con.register(f"m{i}", table)
-        joins.append(f"LEFT JOIN (SELECT *, true AS _in{i} FROM m{i}) USING (id)")
-        columns += [quote_ident(f.name) for f in schema]
-        step = next((j for j, (n, _) in enumerate(cascade) if n == name), None)
-        if step is not None:
-            decides = cascade[step][1]
-            last = step == len(cascade) - 1
-            cond = f"_in{i}" if last or decides is None else f"_in{i} AND coalesce(({decides}), false)"
-            cases.append((step, f"WHEN {cond} THEN {quote(name)}"))
-    decided = (f"CASE {' '.join(c for _, c in sorted(cases))} END" if cases
-               else (quote("+".join(others)) if others else "NULL"))
-    sql = (f"SELECT id, CAST({decided} AS VARCHAR) AS decided_by{''.join(', ' + c for c in columns)} "
-           f"FROM live {' '.join(joins)} ORDER BY _pos")
-    out = con.sql(sql).to_arrow_table()
-    con.close()
-    return out
+    with session() as con:
+        con.register("live", live.select(["id"]).append_column("_pos", pa.array(range(live.num_rows), pa.int64())))
+        joins, cases, columns = [], [], []
+        for i, (name, schema) in enumerate(schemas.items()):
+            table = scored.get(name) if scored.get(name) is not None else schema.empty_table().add_column(
+                0, "id", pa.array([], pa.string()))
+            con.register(f"m{i}", table)
+            joins.append(f"LEFT JOIN (SELECT *, true AS _in{i} FROM m{i}) USING (id)")
+            columns += [quote_ident(f.name) for f in schema]
+            step = next((j for j, (n, _) in enumerate(cascade) if n == name), None)
+            if step is not None:
+                decides = cascade[step][1]
+                last = step == len(cascade) - 1
+                cond = f"_in{i}" if last or decides is None else f"_in{i} AND coalesce(({decides}), false)"
+                cases.append((step, f"WHEN {cond} THEN {quote(name)}"))
+        decided = (f"CASE {' '.join(c for _, c in sorted(cases))} END" if cases
+                   else (quote("+".join(others)) if others else "NULL"))
+        sql = (f"SELECT id, CAST({decided} AS VARCHAR) AS decided_by{''.join(', ' + c for c in columns)} "
+               f"FROM live {' '.join(joins)} ORDER BY _pos")
+        return con.sql(sql).to_arrow_table()
 
 
 def removed(scores: pa.Table, keep: str | None, reason_prefix: str) -> pa.Table:
     """Rows that fail `keep` (NULL fails): id, reason `<prefix>:<decided_by>`, and the deciding scores as detail."""
     if keep is None:
         return pa.table({"id": pa.array([], pa.string()), "reason": pa.array([], pa.string()), "detail": pa.array([], pa.string())})
-    con = connect()
-    con.register("scores", scores)
-    try:
+    with session() as con:
+        con.register("scores", scores)
         gone = con.sql(f"SELECT * FROM scores WHERE NOT coalesce(({keep}), false)").to_arrow_table()
-    finally:
-        con.close()
     reason = pc.binary_join_element_wise(pa.array([reason_prefix] * gone.num_rows, pa.string()),
                                          pc.fill_null(gone.column("decided_by"), "none"), ":")
     return pa.table({"id": gone.column("id"), "reason": reason, "detail": _details(gone)})

@@ -24,7 +24,7 @@ from curate.common.schema import Field
 from curate.errors import ConfigError
 from curate.io import fs
 from curate.recipes import Rule, load_recipe, reason_sql
-from curate.sql import connect, quote
+from curate.sql import Scoped, connect, quote, session
 from curate.common.sql_guard import check_expression
 from curate.stages.facets import Facets
 from curate.stages.registry import STAGES, stage
@@ -127,10 +127,11 @@ class FilterStage(ShardStage):
                 continue
             with fs.open_input(self.run.docs(first.source, first.shard)) as handle:
                 docs = pq.read_schema(handle).empty_table()
-            con = self._bind(docs, self._side_tables(first, rules, schema_only=True))
+            con = Scoped(connect())   # its own connection: a failing rule is expected here
+            self._bind(con, docs, self._side_tables(first, rules, schema_only=True))
             for rule in rules:
                 try:
-                    con.execute(f"SELECT {reason_sql([rule])} FROM docs").fetchall()
+                    con.sql(f"SELECT {reason_sql([rule])} FROM docs").fetchall()
                 except duckdb.Error as exc:
                     columns = [c[0] for c in con.sql("DESCRIBE docs").fetchall()]
                     raise ConfigError(self.pipeline.file, f"stages.{self.name} rule {rule.name} for {source}",
@@ -160,17 +161,15 @@ class FilterStage(ShardStage):
         return out
 
     @staticmethod
-    def _bind(table: pa.Table, sides: dict[str, pa.Table]) -> duckdb.DuckDBPyConnection:
-        """A connection whose view `docs` is `table` joined by id with the side tables."""
-        con = connect()
+    def _bind(con: Scoped, table: pa.Table, sides: dict[str, pa.Table]) -> None:
+        """The view `docs` on `con`: `table` joined by id with the side tables."""
         con.register("live", table)
         view = "SELECT * FROM live"
         for i, rows in enumerate(sides.values()):
             con.register(f"side{i}", rows)
             if rows.num_columns > 1:
                 view += f" LEFT JOIN side{i} USING (id)"
-        con.execute(f"CREATE VIEW docs AS {view}")
-        return con
+        con.view("docs", view)
 
     def process_shard(self, batches, shard: ShardRef):
         rules = self.rules_of[shard.source]
@@ -181,12 +180,12 @@ class FilterStage(ShardStage):
     def _removed(self, batch: pa.Table, rules: list[Rule], sides: dict[str, pa.Table]) -> Output | None:
         if not rules or not batch.num_rows:
             return None
-        con = self._bind(batch, sides)
-        columns = [c[0] for c in con.sql("DESCRIBE docs").fetchall()]
-        # OFFSET 0 keeps DuckDB from pushing the filter into the CASE (which would evaluate every rule)
-        carried, detail = detail_sql(rules, columns)  # the values behind a removal, formatted for removed rows only
-        removed = con.sql(f"SELECT id, reason, {detail} AS detail FROM (SELECT id, {reason_sql(rules)} AS reason{carried} "
-                          "FROM docs OFFSET 0) WHERE reason IS NOT NULL ORDER BY id").to_arrow_table()
-        con.close()
+        with session() as con:
+            self._bind(con, batch, sides)
+            columns = [c[0] for c in con.sql("DESCRIBE docs").fetchall()]
+            # OFFSET 0 keeps DuckDB from pushing the filter into the CASE (which would evaluate every rule)
+            carried, detail = detail_sql(rules, columns)  # the values behind a removal, formatted for removed rows only
+            removed = con.sql(f"SELECT id, reason, {detail} AS detail FROM (SELECT id, {reason_sql(rules)} AS reason{carried} "
+                              "FROM docs OFFSET 0) WHERE reason IS NOT NULL ORDER BY id").to_arrow_table()
         return Output(removed=removals(removed.column("id"), removed.column("reason").cast(pa.string()).combine_chunks(),
                                        removed.column("detail").cast(pa.string()).combine_chunks()))
