@@ -43,9 +43,10 @@ def run(sample: Path, out: Path) -> tuple[float, list[str]]:
 
 
 def append_dump(sample: Path, fraction: float) -> int:
-    """A new fwe dump of `fraction` of the corpus's documents (every source's, from the sample's expected.json): half
-    planted duplicates of fwe documents taken across all its files (new ids; alternately exact copies and copies with
-    a paragraph added), half new articles of the sample's generator (seed 99)."""
+    """A new fwe dump of `fraction` of the corpus's documents (every source's, from the sample's expected.json), in
+    files the size of the sample's fwe files: half planted duplicates of fwe documents taken across all its files (new
+    ids; alternately exact copies and copies with a paragraph added), half new articles of the sample's generator
+    (seed 99)."""
     import random
 
     import numpy as np
@@ -68,9 +69,10 @@ def append_dump(sample: Path, fraction: float) -> int:
                            pa.concat_arrays([rows.column(name).combine_chunks(),
                                              rows.column(name).combine_chunks().take(pa.array(np.arange(n - copies) % copies))]))
                     for name in rows.column_names}, schema=rows.schema)
-    dest = sample / "fwe" / "data" / "CC-MAIN-2099-99" / "000_00000.parquet"
-    dest.parent.mkdir(parents=True, exist_ok=True)
-    pq.write_table(out, dest)
+    per_file = pq.read_metadata(files[0]).num_rows   # files the size of the sample's own: a dump is many files
+    (sample / "fwe" / "data" / "CC-MAIN-2099-99").mkdir(parents=True, exist_ok=True)
+    for i, start in enumerate(range(0, n, per_file)):
+        pq.write_table(out.slice(start, per_file), sample / "fwe" / "data" / "CC-MAIN-2099-99" / f"p{i:05d}_000_00000.parquet")
     return n
 
 
