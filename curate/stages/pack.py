@@ -61,7 +61,8 @@ class PackStage(Stage):
                   # 3: its files moved from RUN/tokens/ to RUN/<step>/ (a run made before packs once more)
                   # 4: a document map beside each format's files (curate/tokens/docmap.py); the files' bytes unchanged
                   # 5: a shard's maps in one file (docmap.SHARD_MAPS), the merged maps' bytes unchanged
-                  # 6: it gives each document its copies from the mix plan (tokenize no longer does); the bytes unchanged
+                  # (5 still) it gives each document its copies from the mix plan (tokenize no longer does), and it is
+                  # keyed per docs shard (PER_SHARD): the bytes are unchanged
     ALWAYS = "megatron"   # written whatever `formats` says: the manifest's megatron_data_path names its files
 
     def owned_paths(self) -> list[str]:
@@ -71,9 +72,9 @@ class PackStage(Stage):
         return [*super().source_outputs(source), *fs.glob(self.run.token_prefix(self.name, source) + ".*")]
 
     def shard_outputs(self, source: str, shard: str) -> list[str]:
-        """The shard's packed files in every format and its maps (the merge reads them)."""
+        """The shard's packed files and maps, in every known format: a format no longer asked for goes with the rest."""
         prefix = self.run.token_shard(self.name, source, shard)
-        return [*(prefix + suffix for name in self.formats for suffix in token_format(name).suffixes), prefix + SHARD_MAPS]
+        return [*(prefix + suffix for name in format_names() for suffix in token_format(name).suffixes), prefix + SHARD_MAPS]
 
     def record_part(self, step: str, source: str):
         """Of the mix plan, what gives the source's documents their copies (`doc_copies`): its epochs, the seed and its
@@ -134,6 +135,9 @@ class PackStage(Stage):
         """Each format concatenates a source's shards (sequences, documents and their ends) in shard order."""
         parts = [self.run.token_shard(self.name, source, shard) for s, shard in shards if s == source]
         prefix = self.run.token_prefix(self.name, source)
+        for name in sorted(set(format_names()) - set(self.formats)):   # merged by an earlier run that asked for it
+            for path in token_format(name).all_suffixes():
+                fs.remove(prefix + path)
         for name in self.formats:
             token_format(name).merge(prefix, parts, vocab_size=tok.vocab_size, tokenizer_name=tok.name)
         if maps := {name: prefix + token_format(name).map_suffix for name in self.formats if token_format(name).map_suffix}:
