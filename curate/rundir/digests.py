@@ -61,5 +61,12 @@ def removed_digest(path: str) -> str | None:
     return _cached(path, "ids", _ids_digest)
 
 
+def text_digests(run, source: str, shard: str, editors) -> list[str | None]:
+    """What gives a docs shard's documents their text as a step reads it, by content: the docs file, then the edits
+    of each text-editing step before it (in `editors`' order). Dedup's exact-check cache, tokenize's kept ids and
+    mix's kept measurements are keyed by these."""
+    return [file_digest(run.docs(source, shard)), *(file_digest(run.edits(step, source, shard)) for step in editors)]
+
+
 def clear_cache() -> None:
     _cache.clear()

@@ -14,7 +14,7 @@ import hashlib
 import logging
 
 from curate.config.pipeline import canonical_json
-from curate.rundir.digests import file_digest, removed_digest
+from curate.rundir.digests import file_digest, removed_digest, text_digests
 
 log = logging.getLogger("curate")
 VERSION = 1   # bump when `measure` computes something else from the same inputs
@@ -29,10 +29,11 @@ def shard_key(stage, task, tokenizer: str) -> str:
     """What the shard's measurement read, by content."""
     run, source, shard = stage.run, task.source, task.shard
     rehydrate = stage.options["rehydrate"]
+    docs, *edits = text_digests(run, source, shard, stage.editors)
     body = {"version": VERSION, "tokenizer": tokenizer, "batch_rows": stage.pipeline.execution["batch_rows"],
-            "docs": file_digest(run.docs(source, shard)),
+            "docs": docs,
             "removed": {step: removed_digest(run.ledger(step, source, shard)) for step in stage.previous},
-            "edits": {step: file_digest(run.edits(step, source, shard)) for step in stage.editors},
+            "edits": dict(zip(stage.editors, edits)),
             "rehydrate": None if rehydrate is None else {
                 "table": {str(k): v for k, v in rehydrate.items()},
                 "clusters": file_digest(run.clusters(stage.dedup_step(), source, shard))}}

@@ -32,7 +32,7 @@ from curate.stages.shard import ShardRef, shard_tasks
 from curate.tokens.docmap import SHARD_MAPS, DocKeys, merge_maps
 from curate.tokens.formats import get as token_format
 from curate.tokens.formats import names as format_names
-from curate.tokens.mixture import doc_copies
+from curate.tokens.mixture import copies_basis, doc_copies
 from curate.tokens.shard import METHODS, expand_copies, from_arrow, pack_shard
 from curate.io.parquet import read_table
 
@@ -77,19 +77,20 @@ class PackStage(Stage):
         return [*(prefix + suffix for name in format_names() for suffix in token_format(name).suffixes), prefix + SHARD_MAPS]
 
     def record_part(self, step: str, source: str):
-        """Of the mix plan, what gives the source's documents their copies (`doc_copies`): its epochs, the seed and its
-        rehydration; an append that moves another source's epochs leaves this source's shards packed as they were."""
-        if step != self.upstream.get("mix"):
-            return None
-        plan = self.run.record(step, MixRecord).plan
-        r = plan.get("rehydrate")
-        return {"epochs": plan["sources"].get(source, {}).get("epochs"), "seed": plan["seed"],
-                "rehydrate": r and {"weights": r["weights"], "dedup": r["dedup"], "factor": r["factor"].get(source)}}
+        """Of the mix plan, what gives the source's documents their copies (`mixture.copies_basis`): an append that
+        moves another source's epochs leaves this source's shards packed as they were."""
+        return copies_basis(self.mix_plan(), source) if step == self.upstream.get("mix") else None
 
     def shard_reads(self, source: str, shard: str) -> list[str]:
         """With rehydration, the shard's dedup cluster sizes."""
-        r = self.run.record(self.upstream["mix"], MixRecord).plan.get("rehydrate") if "mix" in self.upstream else None
+        r = (self.mix_plan() or {}).get("rehydrate")
         return [self.run.clusters(r["dedup"], source, shard)] if r else []
+
+    def mix_plan(self) -> dict | None:
+        """The mix step's plan, read once for the per-shard keys (asked for after the mix step ran; None without one)."""
+        if not hasattr(self, "_plan"):
+            self._plan = self.run.record(self.upstream["mix"], MixRecord).plan if "mix" in self.upstream else None
+        return self._plan
 
     def plan(self) -> list[Task[ShardRef]]:
         return shard_tasks(self.run, self.upstream["docs"])

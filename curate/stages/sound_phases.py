@@ -11,7 +11,7 @@ from curate.dedup import exact_cache, frozen, graph, nodes, settled, sound
 from curate.dedup.layout import WORK
 from curate.io import fs
 from curate.rundir import RunDir
-from curate.rundir.digests import file_digest
+from curate.rundir.digests import text_digests
 from curate.stages.facets import Kernel
 from curate.stages.graph_jobs import ShardJob, column, phase, queued
 from curate.stages.phase import PhaseRunner, Task
@@ -61,7 +61,7 @@ def shard_ids(run: RunDir, jobs: list[ShardJob], shingling: dict) -> dict[int, i
     out = {}
     for j in jobs:
         priority, index = (int(x) for x in j.tag.split("-"))
-        digests = [file_digest(run.docs(j.source, j.shard)), *(file_digest(run.edits(step, j.source, j.shard)) for step in j.editors)]
+        digests = text_digests(run, j.source, j.shard, j.editors)
         out[(priority << int(nodes.SHARD_BITS)) | index] = exact_cache.shard_id(j.source, j.shard, digests, shingling)
     return out
 

@@ -29,7 +29,7 @@ from curate.io import fs
 from curate.io.parquet import ParquetSink
 from curate.rundir.tables import SourceSink
 from curate.rundir import TokenizerRecord
-from curate.rundir.digests import file_digest
+from curate.rundir.digests import text_digests
 from curate.stages.reads import tokenizer_identity
 from curate.stages.registry import stage
 from curate.stages.resources import RESOURCE_OPTIONS, Resources
@@ -101,8 +101,7 @@ class TokenizeStage(ShardStage):
 
     def texts_key(self, shard: ShardRef) -> str:
         """What gives each of the shard's ids its text: the docs file and the edits of the steps that edit text."""
-        parts = [file_digest(self.run.docs(shard.source, shard.shard))]
-        parts += [file_digest(self.run.edits(step, shard.source, shard.shard)) for step in self.editors]
+        parts = text_digests(self.run, shard.source, shard.shard, self.editors)
         return hashlib.sha256(canonical_json(parts).encode()).hexdigest()
 
     def run_shard(self, shard: ShardRef) -> dict:
