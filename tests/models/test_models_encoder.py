@@ -392,3 +392,38 @@ def test_max_tokens_past_the_positions_is_refused(models_dir):
         load_model(ModelSpec("q", "hf", str(models_dir / "cls"), max_tokens=512))
     # DeBERTa's relative positions take longer inputs than its max_position_embeddings
     assert load_model(ModelSpec("q", "nemo_quality", str(models_dir / "nemo"), max_tokens=300)).max_tokens == 300
+
+
+# ---- on a CUDA GPU (skipped elsewhere: CI has none; bench/bench_gpu.py runs the full-size comparison) ----
+cuda_only = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
+
+
+@cuda_only
+@pytest.mark.parametrize("folder,kind,name", [("reg", "hf", "e_score"), ("cls", "hf", "e_prob_high"),
+                                               ("nemo", "nemo_quality", "e_prob_high")])
+def test_cuda_fp32_equals_cpu_and_autocast_stays_close(models_dir, texts, folder, kind, name):
+    path = str(models_dir / folder)
+    cpu = load_model(ModelSpec("e", kind, path, dtype="float32"), device="cpu").score(pa.array(texts))
+    gpu = load_model(ModelSpec("e", kind, path, dtype="float32"), device="cuda")
+    auto = load_model(ModelSpec("e", kind, path), device="cuda")
+    assert gpu.device == "cuda:0" and auto.autocast in (torch.bfloat16, torch.float16) and auto.batch_tokens == 65536
+    a, b = (np.array(column(t, name), dtype=float) for t in (cpu, gpu.score(pa.array(texts))))
+    c = np.array(column(auto.score(pa.array(texts)), name), dtype=float)
+    ok = ~np.isnan(a)
+    assert list(ok) == list(~np.isnan(b)) == list(~np.isnan(c))
+    np.testing.assert_allclose(b[ok], a[ok], atol=1e-4)
+    assert np.abs(c[ok] - a[ok]).max() < 0.5 and np.corrcoef(a[ok], c[ok])[0, 1] > 0.98
+
+
+@cuda_only
+def test_cuda_overlapped_batches_equal_one_call(models_dir, texts):
+    """The classify stage's loop (the next batch tokenized while the GPU runs this one) gives what one call gives."""
+    from curate.models.overlap import scored_batches
+
+    model = load_model(ModelSpec("e", "nemo_quality", str(models_dir / "nemo"), dtype="float32"), device="cuda")
+    table = pa.table({"id": [str(i) for i in range(len(texts))], "text": texts})
+    parts = pa.concat_tables(s for _, s in scored_batches(model, (table.slice(i, 7) for i in range(0, len(texts), 7))))
+    whole = model.score(pa.array(texts))
+    assert column(parts, "e_label") == column(whole, "e_label")
+    np.testing.assert_allclose(np.array(column(parts, "e_score"), dtype=float),
+                               np.array(column(whole, "e_score"), dtype=float), atol=1e-5)

@@ -1,0 +1,515 @@
+"""Benchmark: the GPU half of curate on one GPU machine, every figure in one command (issue 34).
+
+Sections, each printed as it ends and saved to OUT/bench_gpu.json (a failed section prints its error and
+the others still run):
+
+1. correct: a DeBERTa-v3-base-size model in NeMo Curator's quality-classifier layout (kind nemo_quality) and a
+   BERT-base regression head (kind hf, FineWeb-Edu's shape), random weights from configs with heads spread
+   over the texts' features, scored by curate on CPU fp32, on CUDA fp32 and on CUDA under bf16 autocast:
+   label agreement and score differences, and the bf16 run again in shuffled order with another batch size.
+2. speed: docs/s per GPU at 512 tokens over real-length text cycled to --docs documents, through the classify
+   stage's own loop (`scored_batches`: the next batch is tokenized while the GPU runs this one), with the GPU's
+   utilisation sampled through NVML, against a plain `transformers` pipeline (bf16 weights) on the same GPU and
+   the first --pipe-docs of the same texts; a short torch.profiler table says what the GPU spends its time on.
+3. tokenize: `curate run` of ingest -> tokenize -> pack on every core, the tokenize actors declaring a share of
+   the GPU (so Ray places them on the GPU node), against HF `tokenizers` encode_batch on the same cores and texts.
+4. job: `curate run pipelines/zyda2.yaml` over a generated corpus of --job-docs documents with the DeBERTa-size
+   model of section 1 as the quality classifier on the GPU, once per --job-cpus (taskset): stage times, docs/s,
+   peak memory.
+
+Texts: the DCLM human-judged pages (../shared/data/dclm/data, 780 real web pages) or --texts DIR of JSONL files with
+a `text` field; else the sample corpus's FineWeb-Edu texts. Without CUDA every section runs on the CPU with tiny
+models (--size tiny): a smoke run of the same code, not a measurement.
+
+    python bench/bench_gpu.py --out /tmp/gpu [--only correct,speed,tokenize,job] [--docs 50000] [--job-docs 100000]
+"""
+
+from __future__ import annotations
+
+import argparse
+import glob
+import json
+import os
+import random
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import traceback
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+DCLM = ROOT.parent / "shared" / "data" / "dclm" / "data"
+NEMO_FLOOR = 500  # docs/s per GPU: NeMo Curator's nightly floor for its 512-token DeBERTa classifier
+LABELS = ["High", "Medium", "Low"]
+SIZES = {  # encoder dimensions: the real base size, and a tiny one for smoke runs on a CPU
+    "base": {"hidden_size": 768, "num_hidden_layers": 12, "num_attention_heads": 12, "intermediate_size": 3072},
+    "tiny": {"hidden_size": 64, "num_hidden_layers": 2, "num_attention_heads": 4, "intermediate_size": 128},
+}
+
+
+def load_texts(folder: str | None) -> tuple[list[str], str]:
+    files = sorted(glob.glob(os.path.join(folder or str(DCLM), "*.jsonl")))
+    texts = [t for f in files for t in (json.loads(line).get("text") for line in open(f, encoding="utf-8")) if t]
+    if texts:
+        return list(dict.fromkeys(texts)), f"{len(files)} JSONL files of {folder or DCLM}"
+    sys.path.insert(0, str(ROOT / "bench"))
+    from inputs import sample_texts
+
+    return sample_texts(4000, "fwe"), "the sample corpus's FineWeb-Edu texts"
+
+
+def cycled(texts: list[str], n: int) -> list[str]:
+    return [texts[i % len(texts)] for i in range(n)]
+
+
+# ---- models ------------------------------------------------------------------------------------------------
+def save_tokenizer(texts: list[str], folder: Path, unigram: bool) -> object:
+    """A fast tokenizer trained on the texts: SentencePiece-style Unigram (DeBERTa-v3's kind) or BERT's WordPiece,
+    [CLS] text [SEP], saved as a transformers tokenizer folder."""
+    from tokenizers import Tokenizer, decoders, models, normalizers, pre_tokenizers, processors, trainers
+    from transformers import PreTrainedTokenizerFast
+
+    special = ["[PAD]", "[CLS]", "[SEP]", "[UNK]", "[MASK]"]
+    if unigram:
+        tok = Tokenizer(models.Unigram())
+        tok.normalizer = normalizers.NFKC()
+        tok.pre_tokenizer = pre_tokenizers.Metaspace()
+        tok.decoder = decoders.Metaspace()
+        trainer = trainers.UnigramTrainer(vocab_size=32000, special_tokens=special, unk_token="[UNK]", show_progress=False)
+    else:
+        tok = Tokenizer(models.WordPiece(unk_token="[UNK]"))
+        tok.normalizer = normalizers.BertNormalizer(lowercase=True)
+        tok.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
+        trainer = trainers.WordPieceTrainer(vocab_size=30522, special_tokens=special, show_progress=False)
+    tok.train_from_iterator(texts, trainer)
+    tok.post_processor = processors.TemplateProcessing(
+        single="[CLS] $A [SEP]", pair="[CLS] $A [SEP] $B:1 [SEP]:1",
+        special_tokens=[("[CLS]", tok.token_to_id("[CLS]")), ("[SEP]", tok.token_to_id("[SEP]"))])
+    fast = PreTrainedTokenizerFast(tokenizer_object=tok, unk_token="[UNK]", pad_token="[PAD]", cls_token="[CLS]",
+                                   sep_token="[SEP]", mask_token="[MASK]", model_max_length=512)
+    fast.save_pretrained(folder)
+    return fast
+
+
+def features(encoder, tok, texts: list[str], device: str, first_token: bool):
+    """fp32 features of the texts: the first token's last hidden state, or BERT's pooled output."""
+    import torch
+
+    out = []
+    with torch.inference_mode():
+        for i in range(0, len(texts), 16):
+            batch = tok(texts[i:i + 16], truncation=True, max_length=512, padding=True, return_tensors="pt").to(device)
+            batch.pop("token_type_ids", None)
+            o = encoder(**batch)
+            out.append(o.last_hidden_state[:, 0] if first_token else o.pooler_output)
+    return torch.cat(out).double()
+
+
+def spread_head(linear, x, offset: float) -> None:
+    """Point a random head along the features' main directions, outputs std 1.5 around `offset`: a random
+    encoder's features differ little between texts, and a head that ignores that gives every text one label."""
+    import torch
+
+    mean = x.mean(0)
+    _, s, vt = torch.linalg.svd(x - mean, full_matrices=False)
+    w = vt[:linear.out_features] / s[:linear.out_features, None] * (len(x) ** 0.5) * 1.5
+    with torch.no_grad():
+        linear.weight.copy_(w.float())
+        linear.bias.copy_((offset - w @ mean).float())
+
+
+def build_nemo(texts: list[str], root: Path, size: str, device: str, init: float) -> Path:
+    """NeMo's quality-classifier layout: config.json naming a DeBERTa-v3-base-size `base_model` folder, weights
+    `model.*` (the encoder) and `fc.*` (the head) in model.safetensors."""
+    import torch
+    from safetensors.torch import save_file
+    from transformers import AutoModel, DebertaV2Config
+
+    ckpt, base = root / "nemo", root / "nemo_base"
+    base.mkdir(parents=True)
+    tok = save_tokenizer(texts, ckpt, unigram=True)
+    cfg = DebertaV2Config(vocab_size=128100, max_position_embeddings=512, relative_attention=True, position_buckets=256,
+                          norm_rel_ebd="layer_norm", share_att_key=True, pos_att_type=["p2c", "c2p"], layer_norm_eps=1e-7,
+                          position_biased_input=False, type_vocab_size=0, pad_token_id=0, max_relative_positions=-1,
+                          initializer_range=init, **SIZES[size])
+    cfg.save_pretrained(base)
+    torch.manual_seed(7)
+    encoder = AutoModel.from_config(cfg).to(device).eval()
+    fc = torch.nn.Linear(cfg.hidden_size, len(LABELS)).to(device)
+    spread_head(fc, features(encoder, tok, texts[:256], device, first_token=True), 0.0)
+    state = {f"model.{k}": v.detach().contiguous().cpu() for k, v in encoder.state_dict().items()}
+    state.update({"fc.weight": fc.weight.detach().cpu(), "fc.bias": fc.bias.detach().cpu()})
+    save_file(state, str(ckpt / "model.safetensors"))
+    (ckpt / "config.json").write_text(json.dumps({
+        "base_model": str(base), "fc_dropout": 0.2, "max_len": 512,
+        "id2label": dict(enumerate(LABELS)), "label2id": {lb: i for i, lb in enumerate(LABELS)}}))
+    return ckpt
+
+
+def build_bert(texts: list[str], root: Path, size: str, device: str, init: float) -> Path:
+    """A BERT-base-size regression model (one logit, FineWeb-Edu's classifier shape), scores around 2.5."""
+    import torch
+    from transformers import BertConfig, BertForSequenceClassification
+
+    folder = root / "bert"
+    tok = save_tokenizer(texts, folder, unigram=False)
+    torch.manual_seed(1)
+    model = BertForSequenceClassification(BertConfig(num_labels=1, initializer_range=init, **SIZES[size])).to(device).eval()
+    spread_head(model.classifier, features(model.bert, tok, texts[:256], device, first_token=False), 2.5)
+    model.save_pretrained(folder)
+    return folder
+
+
+# ---- measuring -----------------------------------------------------------------------------------------------
+class GpuSampler:
+    """The GPU's utilisation (NVML, every 50 ms) while in a `with` block: mean and share of samples above 90%."""
+
+    def __init__(self):
+        self.samples: list[int] = []
+        self._stop = threading.Event()
+
+    def __enter__(self):
+        try:
+            import pynvml
+
+            pynvml.nvmlInit()
+            handle = pynvml.nvmlDeviceGetHandleByIndex(0)
+        except Exception:  # noqa: BLE001 - no NVML (CPU smoke run): no samples
+            return self
+
+        def sample():
+            while not self._stop.wait(0.05):
+                self.samples.append(pynvml.nvmlDeviceGetUtilizationRates(handle).gpu)
+        self._thread = threading.Thread(target=sample, daemon=True)
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        self._stop.set()
+        if hasattr(self, "_thread"):
+            self._thread.join()
+
+    def summary(self) -> dict:
+        s = np.array(self.samples or [0])
+        return {"gpu_util_mean": round(float(s.mean()), 1), "gpu_util_over_90": round(float((s >= 90).mean()), 3)}
+
+
+def sync() -> None:
+    import torch
+
+    if torch.cuda.is_available():
+        torch.cuda.synchronize()
+
+
+def spec_for(kind: str, folder: Path, **extra):
+    from curate.models.spec import ModelSpec
+
+    name = "q" if kind == "nemo_quality" else "edu"
+    return ModelSpec(name, kind, str(folder), max_tokens=512, **extra)
+
+
+def labels_of(kind: str, table: pa.Table) -> np.ndarray:
+    """nemo: the label; hf regression: FineWeb-Edu's int_score (round(clip(score, 0, 5)))."""
+    if kind == "nemo_quality":
+        return np.array(table.column("q_label").to_pylist())
+    return np.clip(np.round(table.column("edu_score").to_numpy()), 0, 5).astype(int)
+
+
+def scores_of(kind: str, table: pa.Table) -> np.ndarray:
+    cols = [c for c in table.column_names if "_prob_" in c] if kind == "nemo_quality" else ["edu_score"]
+    return np.stack([table.column(c).to_numpy(zero_copy_only=False) for c in cols], axis=1)
+
+
+def compare(kind: str, a: pa.Table, b: pa.Table) -> dict:
+    d = np.abs(scores_of(kind, a) - scores_of(kind, b)).max(axis=1)
+    return {"docs": a.num_rows, "labels_equal": round(float((labels_of(kind, a) == labels_of(kind, b)).mean()), 5),
+            "max_abs_diff": float(d.max()), "p99_abs_diff": float(np.quantile(d, 0.99))}
+
+
+def section_correct(models: dict, texts: list[str], args, device: str) -> dict:
+    from curate.models.load import load_model
+
+    out = {}
+    docs = pa.array(cycled(texts, args.agree_docs))
+    small = docs.slice(0, args.cpu_docs)
+    for kind, folder in models.items():
+        t0 = time.perf_counter()
+        cpu = load_model(spec_for(kind, folder, dtype="float32"), device="cpu", threads=os.cpu_count()).score(small)
+        cpu_s = time.perf_counter() - t0
+        fp32 = load_model(spec_for(kind, folder, dtype="float32"), device=device).score(docs)
+        bf16_model = load_model(spec_for(kind, folder, dtype="bfloat16"), device=device)
+        bf16 = bf16_model.score(docs)
+        fp16 = load_model(spec_for(kind, folder, dtype="float16"), device=device).score(docs)
+        order = np.random.default_rng(0).permutation(len(docs))
+        other = load_model(spec_for(kind, folder, dtype="bfloat16", batch_tokens=bf16_model.batch_tokens // 4), device=device)
+        shuffled = other.score(docs.take(pa.array(order)))
+        back = shuffled.take(pa.array(np.argsort(order)))
+        few = docs.slice(0, args.cpu_docs * 8)   # fp32's order check on fewer documents: fp32 is the slow one
+        order_few = np.random.default_rng(1).permutation(len(few))
+        fp32_other = load_model(spec_for(kind, folder, dtype="float32", batch_tokens=bf16_model.batch_tokens // 4), device=device)
+        fp32_back = fp32_other.score(few.take(pa.array(order_few))).take(pa.array(np.argsort(order_few)))
+        out[kind] = {
+            "cpu_fp32_vs_device_fp32": compare(kind, cpu, fp32.slice(0, len(small))),
+            "cpu_fp32_vs_device_bf16": compare(kind, cpu, bf16.slice(0, len(small))),
+            "device_fp32_vs_device_bf16": compare(kind, fp32, bf16),
+            "device_fp32_vs_device_fp16": compare(kind, fp32, fp16),
+            "bf16_shuffled_and_rebatched": compare(kind, bf16, back),
+            "fp32_shuffled_and_rebatched": compare(kind, fp32.slice(0, len(few)), fp32_back),
+            "label_shares_fp32": {str(k): round(float(v), 3) for k, v in zip(*np.unique(labels_of(kind, fp32), return_counts=True))},
+            "cpu_seconds_wall": round(cpu_s, 1),
+        }
+        print(f"  {kind}: " + json.dumps(out[kind]), flush=True)
+    return out
+
+
+def section_speed(models: dict, texts: list[str], args, device: str) -> dict:
+    import torch
+
+    from curate.models.load import load_model
+    from curate.models.overlap import scored_batches
+
+    out = {}
+    docs = cycled(texts, args.docs)
+    for kind, folder in models.items():
+        model = load_model(spec_for(kind, folder, dtype="bfloat16"), device=device)
+        model.score(pa.array(docs[:512]))
+        sync()
+        model.timings = {"tokenize": 0.0, "infer": 0.0}
+        batches = [pa.table({"id": [str(i) for i in range(s, min(s + args.batch_docs, len(docs)))],
+                             "text": docs[s:s + args.batch_docs]}) for s in range(0, len(docs), args.batch_docs)]
+        with GpuSampler() as gpu:
+            t0 = time.perf_counter()
+            for _ in scored_batches(model, batches):
+                pass
+            sync()
+            wall = time.perf_counter() - t0
+        lengths = model.tokens.encode(docs[:2000])[1]
+        row = {"docs": len(docs), "seconds": round(wall, 2), "docs_per_s": round(len(docs) / wall, 1),
+               "vs_nemo_floor": round(len(docs) / wall / NEMO_FLOOR, 2), "batch_tokens": model.batch_tokens,
+               "batch_docs": args.batch_docs, "tokens_per_doc": round(float(np.minimum(lengths + 2, 512).mean()), 1),
+               "tokenize_seconds": round(model.timings["tokenize"], 2), "infer_seconds": round(model.timings["infer"], 2),
+               **gpu.summary()}
+        sub = docs[:args.pipe_docs]
+        t0 = time.perf_counter()
+        model.score(pa.array(sub))
+        sync()
+        ours_sub = time.perf_counter() - t0
+        half = load_model(spec_for(kind, folder, dtype="float16"), device=device)
+        half.score(pa.array(sub[:256]))
+        sync()
+        t0 = time.perf_counter()
+        half.score(pa.array(sub))
+        sync()
+        row["curate_fp16_same_docs_per_s"] = round(len(sub) / (time.perf_counter() - t0), 1)
+        del half
+        pipe_s = pipeline_seconds(kind, folder, sub, device, args.pipe_batch)
+        row.update({"pipe_docs": len(sub), "curate_same_docs_per_s": round(len(sub) / ours_sub, 1),
+                    "pipeline_docs_per_s": round(len(sub) / pipe_s, 1), "pipeline_batch": args.pipe_batch,
+                    "vs_pipeline": round(pipe_s / ours_sub, 2)})
+        if device.startswith("cuda"):
+            row["profile"] = profile(model, docs[:4096])
+        out[kind] = row
+        print(f"  {kind}: " + json.dumps({k: v for k, v in row.items() if k != "profile"}), flush=True)
+        print(row.get("profile", ""), flush=True)
+        del model
+        torch.cuda.empty_cache() if torch.cuda.is_available() else None
+    return out
+
+
+def pipeline_seconds(kind: str, folder: Path, texts: list[str], device: str, batch: int) -> float:
+    """A plain transformers pipeline over the texts with bf16 weights (the encoder's computation is the same; the
+    NeMo layout is not an AutoModel, so its encoder runs as DebertaV2ForSequenceClassification)."""
+    import torch
+    from transformers import AutoConfig, AutoModelForSequenceClassification, AutoTokenizer, pipeline
+
+    dtype = torch.bfloat16 if device.startswith("cuda") else torch.float32
+    if kind == "nemo_quality":
+        cfg = AutoConfig.from_pretrained(json.loads((folder / "config.json").read_text())["base_model"], num_labels=3)
+        model = AutoModelForSequenceClassification.from_config(cfg).to(dtype)
+    else:
+        model = AutoModelForSequenceClassification.from_pretrained(folder, dtype=dtype)
+    pipe = pipeline("text-classification", model=model.eval(), tokenizer=AutoTokenizer.from_pretrained(folder), device=device)
+    pipe(texts[:batch], batch_size=batch, truncation=True, max_length=512)
+    sync()
+    t0 = time.perf_counter()
+    pipe(texts, batch_size=batch, truncation=True, max_length=512)
+    sync()
+    return time.perf_counter() - t0
+
+
+def profile(model, texts: list[str]) -> str:
+    """The top CUDA kernels of one call's batches: what bounds the GPU."""
+    from torch.profiler import ProfilerActivity
+    from torch.profiler import profile as torch_profile
+
+    prepared = model.prepare(pa.array(texts))
+    with torch_profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
+        model.run(prepared)
+        sync()
+    return prof.key_averages().table(sort_by="cuda_time_total", row_limit=12, max_name_column_width=60)
+
+
+def section_tokenize(texts: list[str], args, device: str) -> dict:
+    """ingest -> tokenize -> pack over --tokenize-docs texts in 64 Parquet files, on every core."""
+    import pyarrow.parquet as pq
+    import ray
+
+    import curate
+    from curate.runner.progress import Progress
+    from curate.tokens import load_tokenizer
+
+    cores = len(os.sched_getaffinity(0))
+    docs = cycled(texts, args.tokenize_docs)
+    direct = load_tokenizer("gpt2", backend="hf").hf
+    direct.encode_batch(docs[:1000])
+    t0 = time.perf_counter()
+    n_tokens = sum(len(e.ids) for e in direct.encode_batch(docs))
+    t_direct = time.perf_counter() - t0
+    with tempfile.TemporaryDirectory(prefix="bench-gpu-tok-") as tmp:
+        files = 64
+        for i in range(files):
+            part = docs[i::files]
+            pq.write_table(pa.table({"id": [f"{i}-{j}" for j in range(len(part))], "text": part}), f"{tmp}/t{i:03d}.parquet")
+        gpus = 1 if device.startswith("cuda") else 0
+        share = round(1.0 / cores, 4) if gpus else 0
+        recipe = Path(tmp) / "p.yaml"
+        recipe.write_text(f"name: tok\nsources: {{s: {{format: parquet, paths: '{tmp}/t*.parquet'}}}}\nstages:\n  ingest: {{}}\n"
+                          f"  tokenize: {{tokenizer: gpt2, resources: {{num_cpus: 1, num_gpus: {share}}}}}\n"
+                          "  pack: {seq_len: 2049, formats: [megatron]}\n")
+        ray.init(address="local", num_cpus=cores, num_gpus=gpus, include_dashboard=False, log_to_driver=False)
+        try:
+            rows = curate.run_pipeline(curate.load_pipeline(str(recipe)), f"{tmp}/run", workers=cores, progress=Progress(quiet=True))
+        finally:
+            ray.shutdown()
+        markers = [json.loads(p.read_text()) for p in Path(f"{tmp}/run/_state").rglob("*.json") if "tokenize" in p.parts]
+        placed = sorted({",".join(m.get("gpus", [])) or "-" for m in markers if isinstance(m, dict) and "gpus" in m})
+    seconds = {r["stage"]: r["wall_seconds"] for r in rows}
+    t_ours = seconds.get("tokenize", 0) + seconds.get("pack", 0)
+    out = {"docs": len(docs), "tokens": n_tokens, "cores": cores, "direct_seconds": round(t_direct, 2),
+           "direct_mtok_per_s": round(n_tokens / t_direct / 1e6, 2), "tokenize_seconds": seconds.get("tokenize"),
+           "pack_seconds": seconds.get("pack"), "curate_mtok_per_s": round(n_tokens / t_ours / 1e6, 2),
+           "curate_vs_direct": round(t_direct / t_ours, 2), "tokenize_num_gpus_per_actor": share,
+           "tokenize_tasks_gpus": placed}
+    print("  " + json.dumps(out), flush=True)
+    return out
+
+
+def section_job(nemo: Path, args) -> dict:
+    """The zyda2 recipe end to end over a generated corpus, the DeBERTa-size model as its quality classifier."""
+    sys.path.insert(0, str(ROOT / "bench"))
+    from bench_scale import Sampler
+
+    from curate.sample import is_complete, make_sample
+
+    corpus = Path(args.work) / f"sample-{args.job_docs}"
+    t0 = time.perf_counter()
+    if not is_complete(corpus):
+        make_sample(corpus, docs=args.job_docs, seed=0)
+    out = {"docs": args.job_docs, "generate_seconds": round(time.perf_counter() - t0, 1), "runs": {}}
+    for cpus in args.job_cpus:
+        run = Path(args.work) / f"job-{cpus}"
+        subprocess.run(["rm", "-rf", str(run)], check=True)
+        model = "stages.quality_model.models.zyda2_quality"
+        pin = ["taskset", "-c", f"0-{cpus - 1}"] if cpus < len(os.sched_getaffinity(0)) else []
+        cmd = [*pin, sys.executable, "-m", "curate", "run", str(ROOT / "pipelines" / "zyda2.yaml"),
+               "--output", str(run), "--workers", str(cpus), "--set", f"{model}.path={nemo}", "--set", f"{model}.standin=null",
+               "--set", f"{model}.max_tokens=512"]
+        t0 = time.perf_counter()
+        process = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, cwd=ROOT,
+                                   env={**os.environ, "CURATE_SAMPLE": str(corpus), "PYTHONUNBUFFERED": "1"})
+        sampler = Sampler(process, run / "summary.json")
+        process.wait()
+        sampler.join()
+        total = time.perf_counter() - t0
+        if process.returncode != 0:
+            out["runs"][cpus] = {"failed": "\n".join(sampler.lines[-15:])}
+            print(f"  {cpus} CPUs: FAILED\n" + out["runs"][cpus]["failed"], flush=True)
+            continue
+        stages = {}
+        for row in json.loads((run / "summary.json").read_text()):
+            s = stages.setdefault(row["stage"], {"docs": 0, "seconds": row["wall_seconds"]})
+            s["docs"] += row["in"]
+        models = json.loads((run / "manifest.json").read_text()).get("models", {})
+        out["runs"][cpus] = {"seconds": round(total, 1), "docs_per_s": round(args.job_docs / total, 1),
+                             "driver_peak_mb": round(sampler.driver_peak), "worker_peak_mb": round(max(sampler.worker.values(), default=0)),
+                             "cpu_seconds": round(sum(sampler.cpu.values()), 1), "stages": stages, "models": models}
+        print(f"  {cpus} CPUs: " + json.dumps(out["runs"][cpus]), flush=True)
+    return out
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--out", default=None, help="folder for bench_gpu.json (default: a temp folder)")
+    ap.add_argument("--work", default=None, help="folder for models, corpora and runs (default: a temp folder)")
+    ap.add_argument("--only", default="correct,speed,tokenize,job")
+    ap.add_argument("--texts", default=None, help="a folder of JSONL files with a `text` field (default: DCLM's sample)")
+    ap.add_argument("--size", choices=list(SIZES), default=None, help="encoder size (default: base on CUDA, tiny on CPU)")
+    ap.add_argument("--init-range", type=float, default=0.1,
+                    help="std of the random weights: at transformers' 0.02 a random encoder's features barely depend on the "
+                         "text, so any head's margins are within bf16's rounding (a trained model's are not)")
+    ap.add_argument("--docs", type=int, default=50000, help="documents for docs/s (texts cycled)")
+    ap.add_argument("--batch-docs", type=int, default=8192, help="documents per stage batch (the classify option batch_docs)")
+    ap.add_argument("--pipe-docs", type=int, default=8192, help="documents for the pipeline comparison")
+    ap.add_argument("--pipe-batch", type=int, default=64)
+    ap.add_argument("--agree-docs", type=int, default=10000, help="documents for the fp32 / bf16 comparison")
+    ap.add_argument("--cpu-docs", type=int, default=256, help="documents for the CPU fp32 comparison")
+    ap.add_argument("--tokenize-docs", type=int, default=200000)
+    ap.add_argument("--job-docs", type=int, default=100000)
+    ap.add_argument("--job-cpus", type=int, nargs="*", default=[16])
+    args = ap.parse_args()
+
+    import torch
+    import transformers
+
+    cuda = torch.cuda.is_available()
+    device = "cuda:0" if cuda else "cpu"
+    size = args.size or ("base" if cuda else "tiny")
+    out_dir = Path(args.out or tempfile.mkdtemp(prefix="bench-gpu-"))
+    out_dir.mkdir(parents=True, exist_ok=True)
+    args.work = args.work or tempfile.mkdtemp(prefix="bench-gpu-work-")
+    texts, origin = load_texts(args.texts)
+    results = {"gpu": torch.cuda.get_device_name(0) if cuda else None, "torch": torch.__version__,
+               "transformers": transformers.__version__, "cores": len(os.sched_getaffinity(0)), "size": size,
+               "texts": f"{len(texts)} distinct texts from {origin}", "command": " ".join(sys.argv)}
+    print(json.dumps(results), flush=True)
+
+    def save():
+        (out_dir / "bench_gpu.json").write_text(json.dumps(results, indent=1, default=str) + "\n")
+
+    t0 = time.perf_counter()
+    root = Path(args.work) / "models"
+    models = {"nemo_quality": build_nemo(texts, root, size, device, args.init_range),
+              "hf": build_bert(texts, root, size, device, args.init_range)}
+    results["build_seconds"] = round(time.perf_counter() - t0, 1)
+    random.seed(0)
+    for name in args.only.split(","):
+        t0 = time.perf_counter()
+        print(f"\n== {name}", flush=True)
+        try:
+            if name == "correct":
+                results[name] = section_correct(models, texts, args, device)
+            elif name == "speed":
+                results[name] = section_speed(models, texts, args, device)
+            elif name == "tokenize":
+                results[name] = section_tokenize(texts, args, device)
+            elif name == "job":
+                results[name] = section_job(models["nemo_quality"], args)
+            else:
+                raise SystemExit(f"unknown section {name}")
+        except Exception:  # noqa: BLE001 - one failed section must not lose the others' figures
+            results[name] = {"error": traceback.format_exc()}
+            print(results[name]["error"], flush=True)
+        results.setdefault("section_seconds", {})[name] = round(time.perf_counter() - t0, 1)
+        save()
+    print(f"\nsaved {out_dir / 'bench_gpu.json'}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
