@@ -180,6 +180,7 @@ def test_model_actors_go_to_the_gpu_ray_offers_and_run_on_cpu_without_cuda(tmp_p
 
     stages = QUALITY.format(sample=sample_dir).replace("sources: [zyda, dolma_cc]}", "sources: [zyda, dolma_cc], "
                                                        "resources: {num_cpus: 1, num_gpus: 1}}")
+    stages += "  tokenize: {resources: {num_cpus: 1, num_gpus: 0.5}}\n"   # two tokenize actors share the GPU node
     ray.init(address="local", num_cpus=2, num_gpus=1, include_dashboard=False)
     try:
         curate.run_pipeline(curate.load_pipeline(pipeline(tmp_path, sample_dir, stages)), str(tmp_path / "run"),
@@ -189,6 +190,9 @@ def test_model_actors_go_to_the_gpu_ray_offers_and_run_on_cpu_without_cuda(tmp_p
     markers = [json.loads(p.read_text()) for p in (tmp_path / "run" / "_state" / "quality" / "model-q").rglob("*.json")]
     assert markers and all(m["gpus"] == ["0"] for m in markers), "every model actor holds the GPU"
     assert all(m["device"] == "cpu" for m in markers)
+    tokenize = [json.loads(p.read_text()) for p in (tmp_path / "run" / "_state" / "tokenize").rglob("*.json")]
+    tokenize = [m for m in tokenize if "gpus" in m]
+    assert tokenize and all(m["gpus"] == ["0"] for m in tokenize), "the tokenize pool is placed where its resources ask"
 
 
 @pytest.mark.slow  # kill -9
