@@ -277,6 +277,8 @@ def section_speed(models: dict, texts: list[str], args, device: str) -> dict:
     out = {}
     docs = cycled(texts, args.docs)
     for kind, folder in models.items():
+        if kind not in args.speed_models.split(","):
+            continue
         model = load_model(spec_for(kind, folder, dtype="bfloat16"), device=device)
         model.score(pa.array(docs[:512]))
         sync()
@@ -455,6 +457,7 @@ def main() -> int:
                          "text, so any head's margins are within bf16's rounding (a trained model's are not)")
     ap.add_argument("--docs", type=int, default=50000, help="documents for docs/s (texts cycled)")
     ap.add_argument("--batch-docs", type=int, default=8192, help="documents per stage batch (the classify option batch_docs)")
+    ap.add_argument("--speed-models", default="nemo_quality,hf", help="the kinds the speed section measures")
     ap.add_argument("--pipe-docs", type=int, default=8192, help="documents for the pipeline comparison")
     ap.add_argument("--pipe-batch", type=int, default=64)
     ap.add_argument("--agree-docs", type=int, default=10000, help="documents for the fp32 / bf16 comparison")
@@ -464,6 +467,9 @@ def main() -> int:
     ap.add_argument("--job-cpus", type=int, nargs="*", default=[16])
     args = ap.parse_args()
 
+    # transformers' pipeline sets TOKENIZERS_PARALLELISM=false for the rest of the process unless it is set: then
+    # every later Rust tokenizer call in this process runs on one core (the first GPU run measured that, not curate)
+    os.environ.setdefault("TOKENIZERS_PARALLELISM", "true")
     import torch
     import transformers
 
