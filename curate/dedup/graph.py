@@ -21,7 +21,7 @@ from dataclasses import dataclass
 import numpy as np
 import pyarrow as pa
 
-from curate.dedup import components, nodes
+from curate.dedup import bundles, components, nodes
 from curate.dedup.candidates import bucket_edges
 from curate.dedup.layout import WORK, read_bands, read_columns, read_tables, tag_of, write_columns, write_frame
 from curate.dedup.policy import removed_mask
@@ -52,8 +52,7 @@ def buckets(g: GraphDir, bands: str, verify: bool, numbers: dict | None, p: int)
     u, v = bucket_edges(cols["band"], cols["key"], cols["node"])
     hi_u, hi_v = lookup(cols["node"], cols["hi"], u), lookup(cols["node"], cols["hi"], v)
     if verify:  # candidates go to the docs shard of u first
-        for key, part in by_shard(u, u=u, v=v, hi_u=hi_u, hi_v=hi_v):
-            write_columns(g.path("candidates", f"s={tag_of(key)}", f"from-{p:05d}{WORK}"), **part)
+        bundles.send(g.path("candidates"), f"{p:05d}", by_shard(u, u=u, v=v, hi_u=hi_u, hi_v=hi_v))
     else:
         write_edges(g, f"{p:05d}", u, v, hi_u, hi_v)
     return {"in": len(cols["node"]), "edges": len(u)}
@@ -101,8 +100,7 @@ def decide(g: GraphDir, policy: str, by_id: bool, rnd: int, p: int) -> dict:
     lab = g.labels(rnd, p)
     node, label = lab["node"], lab["label_lo"]
     if by_id:  # the kept document is chosen by id once ids are attached (phases idrank, choose)
-        for key, part in by_shard(node, node=node, label=label):
-            write_columns(g.path("idrank", f"s={tag_of(key)}", f"from-{p:05d}{WORK}"), **part)
+        bundles.send(g.path("idrank"), f"{p:05d}", by_shard(node, node=node, label=label))
         return {"in": len(node)}
     gone = removed_mask(policy, node, label)
     write_decisions(g, f"{p:05d}", node, label, gone, label)
@@ -123,15 +121,14 @@ def write_decisions(g: GraphDir, origin: str, node, label, gone, rep, sim=None, 
     method = np.zeros(n, np.uint8) if method is None else np.asarray(method, np.uint8)
     length = np.full(n, -1, np.int64) if length is None else np.asarray(length, np.int64)
     frozen_rep = np.zeros(n, bool) if frozen_rep is None else np.asarray(frozen_rep, bool)
-    for key, part in by_shard(rep, node=node, rep=rep, gone=gone):
-        write_columns(g.path("reps", f"s={tag_of(key)}", f"from-{origin}{WORK}"), **part)
-    for key, part in by_shard(node, node=node, label=label, removed=gone, sim=sim, method=method, length=length, frozen_rep=frozen_rep):
-        write_columns(g.path("members", f"s={tag_of(key)}", f"from-{origin}{WORK}"), **part)
+    bundles.send(g.path("reps"), origin, by_shard(rep, node=node, rep=rep, gone=gone))
+    bundles.send(g.path("members"), origin, by_shard(node, node=node, label=label, removed=gone, sim=sim, method=method,
+                                                     length=length, frozen_rep=frozen_rep))
 
 
 def idrank(g: GraphDir, tag: str, ids: pa.Array) -> dict:
     """Attach each member's id (`ids`: the docs shard's id column), then send members to their cluster's partition."""
-    m = read_columns(g.path("idrank", f"s={tag}", f"*{WORK}"), ["node", "label"], {"node": U64, "label": U64})
+    m = bundles.receive(g.path("idrank"), tag, ["node", "label"], {"node": U64, "label": U64})
     member_ids = ids.take(pa.array(nodes.row_of(m["node"]))).to_pylist()
     part_of = partition_of(m["label"], g.partitions)
     for q in np.unique(part_of):
@@ -161,7 +158,7 @@ def choose(g: GraphDir, p: int) -> dict:
 def resolve(g: GraphDir, tag: str, source: str, ids: pa.Array) -> dict:
     """Name the representative (id, source) of every member whose representative is one of this shard's documents,
     and count how many documents each of them replaces."""
-    r = read_columns(g.path("reps", f"s={tag}", f"*{WORK}"), ["node", "rep", "gone"], {"node": U64, "rep": U64, "gone": bool})
+    r = bundles.receive(g.path("reps"), tag, ["node", "rep", "gone"], {"node": U64, "rep": U64, "gone": bool})
     rep_id = ids.take(pa.array(nodes.row_of(r["rep"]))).to_numpy(zero_copy_only=False)
     for key, part in by_shard(r["node"], node=r["node"], rep=rep_id.astype(object)):
         write_frame(g.path("resolved", f"s={tag_of(key)}", f"from-{tag}{WORK}"),
@@ -192,7 +189,7 @@ class ShardDecisions:
 
 def shard_decisions(root: str, tag: str) -> ShardDecisions:
     """What the graph phases decided for one docs shard (`root`: the GraphDir's root)."""
-    m = read_columns(fs.join(root, "members", f"s={tag}", f"*{WORK}"),
+    m = bundles.receive(fs.join(root, "members"), tag,
                      ["node", "label", "removed", "sim", "method", "length", "frozen_rep"],
                      {"node": U64, "label": U64, "removed": bool, "sim": np.float32, "method": np.uint8, "length": np.int64,
                       "frozen_rep": bool})

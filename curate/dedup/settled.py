@@ -24,9 +24,9 @@ import json
 
 import numpy as np
 
-from curate.dedup import exact_cache, nodes
+from curate.dedup import bundles, exact_cache, nodes
 from curate.dedup.graph import GraphDir, by_shard, write_decisions
-from curate.dedup.layout import WORK, read_columns, tag_of, write_columns
+from curate.dedup.layout import WORK, read_columns, write_columns
 from curate.dedup.shuffle import mix64, partition_of, split
 from curate.io import fs
 
@@ -108,8 +108,7 @@ def recall(g: GraphDir, cache: str, ids_path: str, ctx: int, exact: str | None, 
     if exact is not None:
         exact_cache.carry(exact, p, ids, node[member_hit])
     new = np.flatnonzero(~member_hit)
-    for shard, part in by_shard(node[new], node=node[new], label=label[new], hi=hi[new]):
-        write_columns(g.path("sound", "route", f"s={tag_of(shard)}", f"from-{p:05d}{WORK}"), **part)
+    bundles.send(g.path("sound", "route"), f"{p:05d}", by_shard(node[new], node=node[new], label=label[new], hi=hi[new]))
     return {"in": len(node), "components": len(start), "reused": int(hit.sum())}
 
 

@@ -27,11 +27,11 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from curate.dedup import exact_cache, nodes, settled
+from curate.dedup import bundles, exact_cache, nodes, settled
 from curate.dedup.exact_cache import pair_lookup
 from curate.dedup.exact_kernel import jaccard_pairs, shingle_sets
 from curate.dedup.graph import GraphDir, by_shard, write_decisions
-from curate.dedup.layout import WORK, read_columns, read_tables, tag_of, write_columns, write_frame
+from curate.dedup.layout import WORK, read_columns, read_tables, write_columns, write_frame
 from curate.dedup.settle import CHECK, REMOVED, Settled, finish, settle_members
 from curate.dedup.shingles import Shingling
 from curate.dedup.shuffle import partition_of
@@ -68,15 +68,14 @@ class Sound:
 def route(g: GraphDir, rnd: int, p: int) -> dict:
     """Send each member's component label (and rank) to its docs shard."""
     lab = g.labels(rnd, p)
-    for key, part in by_shard(lab["node"], node=lab["node"], label=lab["label_lo"], hi=lab["hi"]):
-        write_columns(g.path("sound", "route", f"s={tag_of(key)}", f"from-{p:05d}{WORK}"), **part)
+    bundles.send(g.path("sound", "route"), f"{p:05d}", by_shard(lab["node"], node=lab["node"], label=lab["label_lo"], hi=lab["hi"]))
     return {"in": len(lab["node"])}
 
 
 def gather(g: GraphDir, s: Sound, signatures: str, tag: str, ids: pa.Array | None, frozen: np.ndarray | None = None) -> dict:
     """Attach this shard's members' signatures (`signatures`: its file; and ids when the policy ranks by id; whether each is frozen when
     `frozen`, a mask over the shard's rows, is given); send them by component."""
-    m = read_columns(g.path("sound", "route", f"s={tag}", f"*{WORK}"), ["node", "label", "hi"], {"node": U64, "label": U64, "hi": U64})
+    m = bundles.receive(g.path("sound", "route"), tag, ["node", "label", "hi"], {"node": U64, "label": U64, "hi": U64})
     if not len(m["node"]):
         return {"in": 0}
     sig_row, length, sig = read_signatures(signatures)
@@ -248,16 +247,15 @@ def queue_checks(g: GraphDir, p: int, member: np.ndarray, rep: np.ndarray, size:
     order = np.lexsort((in_bucket, want))
     first = np.r_[True, (want[order][1:] != want[order][:-1]) | (in_bucket[order][1:] != in_bucket[order][:-1])]
     want, in_bucket = want[order][first], in_bucket[order][first]
-    for key, part in by_shard(want, node=want, bucket=in_bucket):
-        write_columns(g.path("sound", "exact", f"s={tag_of(key)}", f"from-{p:05d}{WORK}"),
-                      part=np.full(len(part["node"]), p, U64), **part)
+    bundles.send(g.path("sound", "exact"), f"{p:05d}", ((key, {"part": np.full(len(part["node"]), p, U64), **part})
+                                                        for key, part in by_shard(want, node=want, bucket=in_bucket)))
 
 
 def exact_a(g: GraphDir, s: Sound, tag: str, texts: pa.Array) -> dict:
     """Per docs shard: the texts of the documents queued for it, one file per bucket of pairs that needs them
     (`sound/texts/<p>-<bucket>/from-<shard>`). A text is a seventh of its shingle hashes' bytes (3,000 characters:
     24 kB of hashes), so the texts travel and each is hashed once, where its pairs are checked."""
-    c = read_columns(g.path("sound", "exact", f"s={tag}", f"*{WORK}"), ["node", "part", "bucket"],
+    c = bundles.receive(g.path("sound", "exact"), tag, ["node", "part", "bucket"],
                      {"node": U64, "part": U64, "bucket": U64})
     order = np.lexsort((c["bucket"], c["part"]))
     part, bucket = c["part"][order], c["bucket"][order]

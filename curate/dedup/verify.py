@@ -11,9 +11,9 @@ import numpy as np
 import pyarrow as pa
 import xxhash
 
-from curate.dedup import nodes
+from curate.dedup import bundles, nodes
 from curate.dedup.graph import GraphDir, by_shard, write_edges
-from curate.dedup.layout import WORK, read_columns, read_tables, tag_of, write_frame
+from curate.dedup.layout import WORK, read_tables, tag_of, write_frame
 from curate.dedup.shingles import Shingling
 
 U64 = np.uint64
@@ -36,7 +36,7 @@ def jaccard(a: np.ndarray, b: np.ndarray) -> float:
 
 
 def verify_a(g: GraphDir, shingling: Shingling, tag: str, texts: pa.Array) -> dict:
-    c = read_columns(g.path("candidates", f"s={tag}", f"*{WORK}"), ["u", "v", "hi_u", "hi_v"],
+    c = bundles.receive(g.path("candidates"), tag, ["u", "v", "hi_u", "hi_v"],
                      {"u": U64, "v": U64, "hi_u": U64, "hi_v": U64})
     sets = shingle_sets(shingling, texts, nodes.row_of(c["u"]))
     for key, part in by_shard(c["v"], **c):

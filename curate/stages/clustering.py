@@ -152,8 +152,9 @@ class ClusterStage(ShardStage):
     FACETS = ClusterFacets
     REASON = ""
     GLOBAL = True                   # a cluster spans sources; who is kept follows the priority
-    VERSION = 2                     # 2: the graph's work files are Arrow IPC (`layout.WORK`): a run killed before
-                                    # labels its graph again rather than resume over Parquet files it cannot see
+    VERSION = 3                     # 2: the graph's work files are Arrow IPC (`layout.WORK`); 3: what a partition sends
+                                    # to docs shards is one bundle per task (`curate.dedup.bundles`): a run killed before
+                                    # labels its graph again rather than resume over files it cannot see
     PIPELINE_READS = ("priority",)
 
     def owned_paths(self) -> list[str]:

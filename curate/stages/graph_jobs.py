@@ -5,9 +5,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from curate.io import fs
 from curate.io.parquet import read_file
-from curate.dedup import graph
+from curate.dedup import bundles, graph
 from curate.rundir import RunDir
 from curate.rundir.edits import apply_edits, read_spans
 from curate.stages.facets import Kernel
@@ -39,9 +38,8 @@ def phase(name: str, tasks: list[Task], fn, kernels: tuple[Kernel, ...] = ()) ->
 
 
 def queued(g: graph.GraphDir, shards: list[Task], *folder: str) -> list[Task]:
-    """The shards with something queued for them under `folder/s=<tag>/`: a per-shard phase plans no task (no
+    """The shards something was sent to under `folder` (`curate.dedup.bundles`): a per-shard phase plans no task (no
     round trip, no read of the shard's text) for a shard with nothing to do. In the 1M-document scale run,
     of 1,100 shards: gather 1,028, exact a 642, exact b 789, resolve 970."""
-    head = g.path(*folder)
-    tags = {path[len(head) + 1:].split("/")[0][2:] for path in fs.files_under(head)}
+    tags = bundles.receivers(g.path(*folder))
     return [t for t in shards if t.payload.tag in tags]

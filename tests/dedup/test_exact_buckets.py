@@ -7,7 +7,7 @@ import glob
 import numpy as np
 import pyarrow as pa
 
-from curate.dedup import nodes, sound
+from curate.dedup import bundles, nodes, sound
 from curate.dedup.exact import jaccard, shingle_hashes
 from curate.dedup.graph import GraphDir
 from curate.dedup.layout import WORK, read_columns, tag_of
@@ -34,7 +34,7 @@ def check(tmp, texts, member, rep, size, bucket_hashes):
     sound.queue_checks(g, 1, member, rep, size, bucket_hashes)
     for shard, text in enumerate(texts):
         tag = tag_of(int(nodes.shard_key(nodes.pack(0, shard, np.zeros(1, np.int64)))[0]))
-        if glob.glob(g.path("sound", "exact", f"s={tag}", f"*{WORK}")):
+        if tag in bundles.receivers(g.path("sound", "exact")):
             sound.exact_a(g, SOUND, tag, text)
     buckets = sorted(p.rsplit("/", 1)[1][:-len(WORK)] for p in glob.glob(g.path("sound", "checks", f"*{WORK}")))
     checked = sum(sound.exact_b(g, SOUND, b)["in"] for b in buckets)
