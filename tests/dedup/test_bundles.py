@@ -1,0 +1,40 @@
+"""What a graph task sends to many docs shards travels in one bundle file per task (`curate.dedup.bundles`)."""
+
+import os
+
+import numpy as np
+
+from curate.dedup import bundles, nodes
+from curate.dedup.layout import WORK, tag_of
+
+U64 = np.uint64
+
+
+def key(shard: int) -> int:
+    return int(nodes.shard_key(nodes.pack(0, shard, np.zeros(1, np.int64)))[0])
+
+
+def test_each_shard_receives_what_every_task_sent_it_from_one_file_per_task(tmp_path):
+    folder = str(tmp_path / "members")
+    bundles.send(folder, "00000", [(key(1), {"node": np.array([1, 2], U64)}), (key(3), {"node": np.array([5], U64)})])
+    bundles.send(folder, "00001", [(key(3), {"node": np.array([7, 8], U64)})])
+    assert sorted(os.listdir(folder)) == [f"from-00000{WORK}", f"from-00001{WORK}"]
+    assert bundles.receivers(folder) == {tag_of(key(1)), tag_of(key(3))}
+    got = bundles.receive(folder, tag_of(key(3)), ["node"], {"node": U64})["node"]
+    assert sorted(got.tolist()) == [5, 7, 8] and got.dtype == U64
+    assert bundles.receive(folder, tag_of(key(2)), ["node"], {"node": U64})["node"].tolist() == []
+    assert bundles.receive(str(tmp_path / "nothing"), tag_of(key(1)), ["node"], {"node": U64})["node"].dtype == U64
+
+
+def test_a_task_run_again_replaces_what_it_sent_before(tmp_path):
+    """A retried task's bundle replaces the first try's (read fresh, not from a process's open bundles); sending nothing
+    leaves nothing behind for any shard."""
+    folder = str(tmp_path / "reps")
+    bundles.send(folder, "00000", [(key(1), {"node": np.array([1], U64)}), (key(2), {"node": np.array([2], U64)})])
+    assert bundles.receive(folder, tag_of(key(1)), ["node"], {"node": U64})["node"].tolist() == [1]
+    bundles.send(folder, "00000", [(key(2), {"node": np.array([9, 10, 11], U64)})])
+    assert bundles.receivers(folder) == {tag_of(key(2))}
+    assert bundles.receive(folder, tag_of(key(1)), ["node"], {"node": U64})["node"].tolist() == []
+    assert bundles.receive(folder, tag_of(key(2)), ["node"], {"node": U64})["node"].tolist() == [9, 10, 11]
+    bundles.send(folder, "00000", [])
+    assert bundles.receivers(folder) == set() and os.listdir(folder) == []
