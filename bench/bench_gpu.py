@@ -405,7 +405,7 @@ def section_tokenize(texts: list[str], args, device: str) -> dict:
 def section_job(nemo: Path, args) -> dict:
     """The zyda2 recipe end to end over a generated corpus, the DeBERTa-size model as its quality classifier."""
     sys.path.insert(0, str(ROOT / "bench"))
-    from bench_scale import Sampler
+    from bench_scale import sampled
 
     from curate.sample import is_complete, make_sample
 
@@ -422,14 +422,8 @@ def section_job(nemo: Path, args) -> dict:
         cmd = [*pin, sys.executable, "-m", "curate", "run", str(ROOT / "pipelines" / "zyda2.yaml"),
                "--output", str(run), "--workers", str(cpus), "--set", f"{model}.path={nemo}", "--set", f"{model}.standin=null",
                "--set", f"{model}.max_tokens=512"]
-        t0 = time.perf_counter()
-        process = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, cwd=ROOT,
-                                   env={**os.environ, "CURATE_SAMPLE": str(corpus), "PYTHONUNBUFFERED": "1"})
-        sampler = Sampler(process, run / "summary.json")
-        process.wait()
-        sampler.join()
-        total = time.perf_counter() - t0
-        if process.returncode != 0:
+        returncode, sampler, total = sampled(cmd, corpus, run / "summary.json")
+        if returncode != 0:
             out["runs"][cpus] = {"failed": "\n".join(sampler.lines[-15:])}
             print(f"  {cpus} CPUs: FAILED\n" + out["runs"][cpus]["failed"], flush=True)
             continue

@@ -180,6 +180,17 @@ def make_corpus(corpora: Path, docs: int) -> Path:
     return path
 
 
+def sampled(cmd: list[str], corpus: Path, summary: Path) -> tuple[int, Sampler, float]:
+    """Run a `curate run` command over `corpus` (CURATE_SAMPLE), its processes sampled: (exit code, sampler, wall s)."""
+    started = time.monotonic()
+    process = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, cwd=ROOT,
+                               env={**os.environ, "CURATE_SAMPLE": str(corpus), "PYTHONUNBUFFERED": "1"})
+    sampler = Sampler(process, summary)
+    process.wait()
+    sampler.join()
+    return process.returncode, sampler, time.monotonic() - started
+
+
 def run_scale(docs: int, until: str, corpora: Path, runs: Path, workers: int | None) -> dict:
     corpus = make_corpus(corpora, docs)
     out = runs / f"run-{docs}-{until}"
@@ -187,14 +198,8 @@ def run_scale(docs: int, until: str, corpora: Path, runs: Path, workers: int | N
         subprocess.run(["rm", "-rf", str(out)], check=True)
     cmd = [sys.executable, "-m", "curate", "run", str(ROOT / "pipelines" / "zyda2.yaml"), "--output", str(out),
            *(["--until", until] if until != "all" else []), *(["--workers", str(workers)] if workers else [])]
-    started = time.monotonic()
-    process = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, cwd=ROOT,
-                               env={**os.environ, "CURATE_SAMPLE": str(corpus), "PYTHONUNBUFFERED": "1"})
-    sampler = Sampler(process, out / "summary.json")
-    process.wait()
-    sampler.join()
-    total = time.monotonic() - started
-    if process.returncode != 0:
+    returncode, sampler, total = sampled(cmd, corpus, out / "summary.json")
+    if returncode != 0:
         raise SystemExit(f"run of {docs:,} documents failed:\n" + "\n".join(sampler.lines[-20:]))
     if not (out / "report.html").exists():   # the run only warns when its report fails: a bench must not
         raise SystemExit(f"run of {docs:,} documents wrote no report.html:\n" + "\n".join(sampler.lines[-20:]))
