@@ -53,15 +53,75 @@ SIZES = {  # encoder dimensions: the real base size, and a tiny one for smoke ru
 }
 
 
-def load_texts(folder: str | None) -> tuple[list[str], str]:
+def load_texts(folder: str | None) -> tuple[list[str], dict[str, int], str]:
+    """(distinct texts, the 0/1 quality label of those that have one (DCLM's human judgements), where from)."""
     files = sorted(glob.glob(os.path.join(folder or str(DCLM), "*.jsonl")))
-    texts = [t for f in files for t in (json.loads(line).get("text") for line in open(f, encoding="utf-8")) if t]
+    rows = [json.loads(line) for f in files for line in open(f, encoding="utf-8")]
+    labels = {r["text"]: int(r["label"]) for r in rows if r.get("text") and r.get("label") in (0, 1)}
+    texts = [r["text"] for r in rows if r.get("text")]
     if texts:
-        return list(dict.fromkeys(texts)), f"{len(files)} JSONL files of {folder or DCLM}"
+        return list(dict.fromkeys(texts)), labels, f"{len(files)} JSONL files of {folder or DCLM}"
     sys.path.insert(0, str(ROOT / "bench"))
     from inputs import sample_texts
+    from curate.sample import text as T
 
-    return sample_texts(4000, "fwe"), "the sample corpus's FineWeb-Edu texts"
+    rng = random.Random(0)
+    junk = [T.junk_page(rng)[0] for _ in range(500)]
+    good = sample_texts(4000, "fwe")
+    return good + junk, {**dict.fromkeys(good[:500], 1), **dict.fromkeys(junk, 0)}, "the sample corpus's FineWeb-Edu texts and junk pages"
+
+
+def finetune(kind: str, folder: Path, labels: dict[str, int], steps: int, device: str) -> dict:
+    """Train the random model for `steps` steps (batch 16, 256 tokens, AdamW 3e-5, bf16 autocast on CUDA) on the
+    texts' 0/1 labels, and save it where it was: a random model's margins are within half precision's rounding, a
+    trained one's are not, and it is a trained model's label fidelity that decides the dtype to run in. nemo: label
+    1 is High, 0 Low (cross-entropy); hf regression: 4.0 and 1.0 (squared error)."""
+    import torch
+    from transformers import AutoModelForSequenceClassification, AutoTokenizer
+
+    from curate.models.hf import quiet
+    from curate.models.load import load_model
+
+    with quiet():
+        tok = AutoTokenizer.from_pretrained(folder)
+        if kind == "nemo_quality":
+            module = load_model(spec_for(kind, folder, dtype="float32"), device=device).module
+            forward = lambda ids, mask: module(ids, mask)
+        else:
+            module = AutoModelForSequenceClassification.from_pretrained(folder).to(device)
+            forward = lambda ids, mask: module(input_ids=ids, attention_mask=mask).logits
+    module.train()
+    texts = list(labels)
+    target = {1: (0, 4.0), 0: (2, 1.0)}   # (class: High / Low, regression target)
+    opt = torch.optim.AdamW(module.parameters(), lr=3e-5)
+    rng = random.Random(0)
+    amp = torch.autocast("cuda", dtype=torch.bfloat16) if device.startswith("cuda") else torch.autocast("cpu", enabled=False)
+    losses = []
+    for _ in range(steps):
+        batch = rng.sample(texts, min(16, len(texts)))
+        enc = tok(batch, truncation=True, max_length=256, padding=True, return_tensors="pt").to(device)
+        with amp:
+            logits = forward(enc["input_ids"], enc["attention_mask"]).float()
+        if kind == "nemo_quality":
+            y = torch.tensor([target[labels[t]][0] for t in batch], device=device)
+            loss = torch.nn.functional.cross_entropy(logits, y)
+        else:
+            y = torch.tensor([target[labels[t]][1] for t in batch], device=device)
+            loss = torch.nn.functional.mse_loss(logits[:, 0], y)
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        losses.append(float(loss))
+    module.eval()
+    if kind == "nemo_quality":
+        from safetensors.torch import save_file
+
+        save_file({k: v.detach().contiguous().cpu() for k, v in module.state_dict().items()}, str(folder / "model.safetensors"))
+    else:
+        with quiet():
+            module.save_pretrained(folder)
+    first, last = np.mean(losses[: max(1, steps // 10)]), np.mean(losses[-max(1, steps // 10):])
+    return {"steps": steps, "loss_first_tenth": round(float(first), 4), "loss_last_tenth": round(float(last), 4)}
 
 
 def cycled(texts: list[str], n: int) -> list[str]:
@@ -449,6 +509,9 @@ def main() -> int:
     ap.add_argument("--init-range", type=float, default=0.1,
                     help="std of the random weights: at transformers' 0.02 a random encoder's features barely depend on the "
                          "text, so any head's margins are within bf16's rounding (a trained model's are not)")
+    ap.add_argument("--finetune-steps", type=int, default=0,
+                    help="train each random model this many steps on the texts' quality labels first (a trained model's "
+                         "margins, for the bf16 comparison; ~300 on a GPU)")
     ap.add_argument("--docs", type=int, default=50000, help="documents for docs/s (texts cycled)")
     ap.add_argument("--batch-docs", type=int, default=8192, help="documents per stage batch (the classify option batch_docs)")
     ap.add_argument("--speed-models", default="nemo_quality,hf", help="the kinds the speed section measures")
@@ -473,7 +536,7 @@ def main() -> int:
     out_dir = Path(args.out or tempfile.mkdtemp(prefix="bench-gpu-"))
     out_dir.mkdir(parents=True, exist_ok=True)
     args.work = args.work or tempfile.mkdtemp(prefix="bench-gpu-work-")
-    texts, origin = load_texts(args.texts)
+    texts, labels, origin = load_texts(args.texts)
     results = {"gpu": torch.cuda.get_device_name(0) if cuda else None, "torch": torch.__version__,
                "transformers": transformers.__version__, "cores": len(os.sched_getaffinity(0)), "size": size,
                "texts": f"{len(texts)} distinct texts from {origin}", "command": " ".join(sys.argv)}
@@ -486,6 +549,9 @@ def main() -> int:
     root = Path(args.work) / "models"
     models = {"nemo_quality": build_nemo(texts, root, size, device, args.init_range),
               "hf": build_bert(texts, root, size, device, args.init_range)}
+    if args.finetune_steps:
+        results["finetune"] = {kind: finetune(kind, folder, labels, args.finetune_steps, device) for kind, folder in models.items()}
+        print("finetune: " + json.dumps(results["finetune"]), flush=True)
     results["build_seconds"] = round(time.perf_counter() - t0, 1)
     random.seed(0)
     for name in args.only.split(","):
