@@ -18,7 +18,7 @@ from typing import Iterable
 import numpy as np
 import pyarrow as pa
 
-from curate.dedup.layout import WORK, _IPC, tag_of
+from curate.dedup.layout import IPC, WORK, tag_of
 from curate.io import fs
 
 SHARDS = b"shards"   # schema metadata: the receiving shards' tags, in batch order
@@ -36,7 +36,7 @@ def send(folder: str, origin: str, parts: Iterable[tuple[int, dict[str, np.ndarr
         fs.remove(path)
         return
     schema = tables[0].schema.with_metadata({SHARDS: json.dumps(tags).encode()})
-    with fs.AtomicWriter(path) as handle, pa.ipc.new_file(handle, schema, options=_IPC) as writer:
+    with fs.AtomicWriter(path) as handle, pa.ipc.new_file(handle, schema, options=IPC) as writer:
         for table in tables:
             writer.write_table(table.replace_schema_metadata(schema.metadata))
 
