@@ -101,6 +101,10 @@ def call_task(work: Work, task: Task) -> dict:
             result.setdefault("shard", task.shard)
         if node := node_name():
             result["node"] = node
+            from curate.stages.resources import assigned_gpus
+
+            if gpus := assigned_gpus():   # where `resources` placed a GPU-asking task or actor
+                result["gpus"] = gpus
         _guarded(work, task.where, work.rundir.write_json, work.rundir.marker(work.stage, work.phase, task.key), result)
         return result
     finally:

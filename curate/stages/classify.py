@@ -30,7 +30,6 @@ from curate.rundir.tables import SourceSink
 from curate.stages.facets import Facets
 from curate.stages.phase import Phase
 from curate.stages.registry import stage
-from curate.stages.resources import assigned_gpus
 from curate.stages.shard import Output, ShardRef, ShardStage
 
 log = logging.getLogger("curate")
@@ -168,13 +167,13 @@ class ClassifyStage(ShardStage):
         scored = 0
         with ParquetSink(self.model_dir(name, shard.source, f"{shard.shard}.parquet"), schema) as sink:
             if not choice.applies_to(shard.source):
-                return {"in": 0, "scored": 0, "device": model.device, "gpus": assigned_gpus()}
+                return {"in": 0, "scored": 0, "device": model.device}
             batches = (b.filter(pc.invert(pc.is_in(b.column("id"), value_set=decided))) if len(decided) else b
                        for b in self.live_batches(shard, ["id", "text"], batch_rows=choice.batch_docs))
             for batch, scores in scored_batches(model, (b for b in batches if b.num_rows)):
                 sink.write(pa.Table.from_arrays([batch.column("id"), *scores.columns], schema=schema))
                 scored += batch.num_rows
-        return {"in": scored, "scored": scored, "device": model.device, "gpus": assigned_gpus()}
+        return {"in": scored, "scored": scored, "device": model.device}
 
     def _decided(self, before: list, shard: ShardRef) -> pa.Array:
         parts = []

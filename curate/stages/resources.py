@@ -39,7 +39,7 @@ class Resources:
 
 
 def assigned_gpus() -> list:
-    """The GPUs Ray gave this worker (empty inline, or on a cluster without GPUs): where a model actor landed."""
+    """The GPUs Ray gave this worker (empty inline, or on a cluster without GPUs): a Ray task's marker names them (`gpus`)."""
     try:
         import ray
 

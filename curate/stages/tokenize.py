@@ -32,7 +32,7 @@ from curate.rundir import TokenizerRecord
 from curate.rundir.digests import text_digests
 from curate.stages.reads import tokenizer_identity
 from curate.stages.registry import stage
-from curate.stages.resources import RESOURCE_OPTIONS, Resources, assigned_gpus
+from curate.stages.resources import RESOURCE_OPTIONS, Resources
 from curate.stages.shard import Output, ShardRef, ShardStage
 from curate.tokens import cache
 from curate.tokens.shard import encode_documents, to_arrow
@@ -109,10 +109,8 @@ class TokenizeStage(ShardStage):
         whose texts are those its kept ids were made from, is written from the kept ids: its text is not read."""
         cached, texts = cache.load(self.cache_path(shard)), self.texts_key(shard)
         if cached is not None and cache.texts_of(cached) == texts and self._all_kept(shard, cached):
-            out = self.map_shard(shard, partial(self._from_kept, cached), self.sink(shard), columns=["id"], ledger=self.REMOVES)
-        else:
-            out = self.map_shard(shard, partial(self._tokenize_shard, cached, texts), self.sink(shard), ledger=self.REMOVES)
-        return {**out, "gpus": assigned_gpus()}   # where `resources` placed the actor (a GPU node's, with num_gpus)
+            return self.map_shard(shard, partial(self._from_kept, cached), self.sink(shard), columns=["id"], ledger=self.REMOVES)
+        return self.map_shard(shard, partial(self._tokenize_shard, cached, texts), self.sink(shard), ledger=self.REMOVES)
 
     def _all_kept(self, shard: ShardRef, cached: pa.Table) -> bool:
         kept = cached.column("id").combine_chunks()
