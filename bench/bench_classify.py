@@ -35,7 +35,7 @@ import numpy as np
 import pyarrow as pa
 
 ROOT = Path(__file__).resolve().parents[1]
-from inputs import DOLMA, dolma_texts  # noqa: E402  (bench/inputs.py)
+from inputs import DOLMA, dolma_texts, save_tokenizer  # noqa: E402  (bench/inputs.py)
 NEMO_FASTTEXT_FLOOR = 550  # docs/s per CPU, NeMo Curator nightly: fastText language id + quality
 
 
@@ -105,19 +105,9 @@ def make_bert(texts: list[str], folder: Path, max_len: int = 512, labels: list[s
     """A BERT-base-size classifier with random weights and a WordPiece tokenizer trained on ``texts``:
     one regression logit (FineWeb-Edu's shape), or softmax classes named ``labels``."""
     import torch
-    from tokenizers import Tokenizer, models, normalizers, pre_tokenizers, processors, trainers
-    from transformers import BertConfig, BertForSequenceClassification, PreTrainedTokenizerFast
+    from transformers import BertConfig, BertForSequenceClassification
 
-    tok = Tokenizer(models.WordPiece(unk_token="[UNK]"))
-    tok.normalizer = normalizers.BertNormalizer(lowercase=True)
-    tok.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
-    tok.train_from_iterator(texts, trainers.WordPieceTrainer(
-        vocab_size=30522, special_tokens=["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"], show_progress=False))
-    tok.post_processor = processors.TemplateProcessing(
-        single="[CLS] $A [SEP]", pair="[CLS] $A [SEP] $B:1 [SEP]:1",
-        special_tokens=[("[CLS]", tok.token_to_id("[CLS]")), ("[SEP]", tok.token_to_id("[SEP]"))])
-    PreTrainedTokenizerFast(tokenizer_object=tok, unk_token="[UNK]", pad_token="[PAD]", cls_token="[CLS]",
-                            sep_token="[SEP]", mask_token="[MASK]", model_max_length=max_len).save_pretrained(folder)
+    save_tokenizer(texts, folder, max_len=max_len)
     torch.manual_seed(0)
     named = {"id2label": dict(enumerate(labels)), "label2id": {lb: i for i, lb in enumerate(labels)}} if labels else {}
     BertForSequenceClassification(BertConfig(num_labels=len(labels) if labels else 1, **named)).save_pretrained(folder)
