@@ -40,6 +40,13 @@ def shard_key(stage, task, tokenizer: str) -> str:
     return hashlib.sha256(canonical_json(body).encode()).hexdigest()
 
 
+def stored(stage, tasks) -> list[dict] | None:
+    """Every task's kept measurement, unhashed, when the step's last finished run still holds (a no-op re-run: its
+    measurements are those of these very shards); None when one is missing (a run made before they were kept)."""
+    kept = stage.run.read_json(path(stage)) or {}
+    return [kept[t.key]["stats"] for t in tasks] if all(t.key in kept for t in tasks) else None
+
+
 def reuse(stage, tasks, tokenizer: str, measure) -> list[dict]:
     """Every task's measurement in task order: the kept ones whose key still holds, `measure(todo)` for the rest."""
     keys = {t.key: shard_key(stage, t, tokenizer) for t in tasks}

@@ -345,6 +345,9 @@ def test_an_append_measures_tokenizes_and_keeps_only_the_new_shard(corpus, monke
         again = {k for k, t in after.items() if k.startswith(f"{step}/shards/") and before.get(k) != t}
         assert again == {f"{step}/shards/dolma_cc/{next(iter(new))}.json"}, (step, sorted(again))
     _equals_fresh(ws, "an append measured by shard")
+    measured.clear()
+    _run(ws, "run")   # a no-op re-run after an append: its measurements are kept, even of the shards it did not measure
+    assert measured == [], measured
 
 
 def _plan(run: Path) -> dict:
