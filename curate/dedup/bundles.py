@@ -1,11 +1,12 @@
 """Rows one graph task sends to many docs shards, in one work file: `<folder>/from-<origin>.arrow`.
 
 A partition's task (decide, settle, route, the exact check's planning) sends rows to every docs shard with a member in
-it. A file per (task, shard) made ~16,000 of a 1M-document dedup's ~31,000 small files, and creating a file costs
-more than writing its few kilobytes (~0.25 ms each here: 4-8 s a run, appends included). A bundle is one Arrow IPC
-file per sending task with one record batch per receiving shard, the shards' tags in its schema's metadata; a shard's
-task opens each bundle of the folder (a partition count of them) and reads its own batch only (IPC files are read at
-offsets: on an object store too, only the footer and that batch travel).
+it, and a docs shard's `resolve` task sends its representatives' ids to their members' shards. A file per (task,
+shard) made ~25,000 of a 1M-document dedup's ~31,000 small files, and creating a file costs more than writing its few
+kilobytes (~0.25 ms each here). A bundle is one Arrow IPC file per sending task with one record batch per receiving
+shard, the shards' tags in its schema's metadata. A shard's task opens each bundle of a partition folder (a partition
+count of them), or, from other shards, only those of the senders it knows of (`receive_from`), and reads its own batch
+only (IPC files are read at offsets: on an object store too, only the footer and that batch travel).
 """
 
 from __future__ import annotations
@@ -47,7 +48,8 @@ def _bundles(folder: str) -> list[str]:
 
 def _open(path: str):
     """(the bundle's reader, {tag: batch}); local files are memory-mapped, remote ones read at offsets. Every shard task
-    of a phase opens the same few bundles: a process keeps the last ones it opened, by name, size and time written."""
+    of a phase opens the same few partition bundles, and a few of the many shard bundles: a process keeps the ones it
+    used last, by name, size and time written."""
     store, stripped = fs.filesystem(path)
     if not fs.is_local(store):
         reader = pa.ipc.open_file(fs.open_input(path))
@@ -55,7 +57,9 @@ def _open(path: str):
     st = os.stat(stripped)
     key = (stripped, st.st_size, st.st_mtime_ns)
     with _lock:   # (inline runs are threads of one process)
-        if key not in _opened:
+        if key in _opened:   # least recently used first: a partition's bundle, read by every shard, stays
+            _opened[key] = _opened.pop(key)
+        else:
             reader = pa.ipc.open_file(pa.memory_map(stripped))
             _opened[key] = (reader, _index(reader))
             while len(_opened) > _KEEP:
@@ -74,8 +78,19 @@ _lock = threading.Lock()
 
 def receive(folder: str, tag: str, names: list[str], dtypes: dict) -> dict[str, np.ndarray]:
     """The named columns of every batch sent to shard `tag` under `folder`, concatenated (empty arrays when none)."""
+    return _gather(_bundles(folder), tag, names, dtypes)
+
+
+def receive_from(folder: str, origins: Iterable[str], tag: str, names: list[str], dtypes: dict) -> dict[str, np.ndarray]:
+    """As `receive`, from the bundles of the named senders only: where the senders are docs shards (a thousand bundles
+    at 1M documents), a receiver that knows who wrote to it opens those few rather than every one."""
+    paths = [fs.join(folder, f"from-{origin}{WORK}") for origin in origins]
+    return _gather([p for p in paths if fs.exists(p)], tag, names, dtypes)
+
+
+def _gather(paths: list[str], tag: str, names: list[str], dtypes: dict) -> dict[str, np.ndarray]:
     parts: dict[str, list] = {n: [] for n in names}
-    for path in _bundles(folder):
+    for path in paths:
         reader, index = _open(path)
         if tag not in index:
             continue

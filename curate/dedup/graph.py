@@ -123,7 +123,7 @@ def write_decisions(g: GraphDir, origin: str, node, label, gone, rep, sim=None, 
     frozen_rep = np.zeros(n, bool) if frozen_rep is None else np.asarray(frozen_rep, bool)
     bundles.send(g.path("reps"), origin, by_shard(rep, node=node, rep=rep, gone=gone))
     bundles.send(g.path("members"), origin, by_shard(node, node=node, label=label, removed=gone, sim=sim, method=method,
-                                                     length=length, frozen_rep=frozen_rep))
+                                                     length=length, frozen_rep=frozen_rep, rep=rep))
 
 
 def idrank(g: GraphDir, tag: str, ids: pa.Array) -> dict:
@@ -158,15 +158,16 @@ def choose(g: GraphDir, p: int) -> dict:
 def resolve(g: GraphDir, tag: str, source: str, ids: pa.Array) -> dict:
     """Name the representative (id, source) of every member whose representative is one of this shard's documents,
     and count how many documents each of them replaces."""
-    r = bundles.receive(g.path("reps"), tag, ["node", "rep", "gone"], {"node": U64, "rep": U64, "gone": bool})
+    r = _reps(g.root, tag)
     rep_id = ids.take(pa.array(nodes.row_of(r["rep"]))).to_numpy(zero_copy_only=False)
-    for key, part in by_shard(r["node"], node=r["node"], rep=rep_id.astype(object)):
-        write_frame(g.path("resolved", f"s={tag_of(key)}", f"from-{tag}{WORK}"),
-                    pa.table({"node": pa.array(part["node"]), "rep_id": pa.array(list(part["rep"]), pa.string()),
-                              "rep_source": pa.array([source] * len(part["node"]), pa.string())}))
-    rep, count = np.unique(r["rep"][r["gone"]], return_counts=True)
-    write_columns(g.path("represents", f"s={tag}{WORK}"), node=rep, count=count.astype(np.int64))
+    bundles.send(g.path("resolved"), tag, by_shard(r["node"], node=r["node"], rep_id=rep_id.astype(object),
+                                                   rep_source=np.full(len(rep_id), source, object)))
     return {"in": len(r["node"]), "removed": int(r["gone"].sum())}
+
+
+def _reps(root: str, tag: str) -> dict[str, np.ndarray]:
+    """The members whose representative is one of this shard's documents (`rep`), and whether each was removed."""
+    return bundles.receive(fs.join(root, "reps"), tag, ["node", "rep", "gone"], {"node": U64, "rep": U64, "gone": bool})
 
 
 @dataclass
@@ -190,24 +191,22 @@ class ShardDecisions:
 def shard_decisions(root: str, tag: str) -> ShardDecisions:
     """What the graph phases decided for one docs shard (`root`: the GraphDir's root)."""
     m = bundles.receive(fs.join(root, "members"), tag,
-                     ["node", "label", "removed", "sim", "method", "length", "frozen_rep"],
+                     ["node", "label", "removed", "sim", "method", "length", "frozen_rep", "rep"],
                      {"node": U64, "label": U64, "removed": bool, "sim": np.float32, "method": np.uint8, "length": np.int64,
-                      "frozen_rep": bool})
+                      "frozen_rep": bool, "rep": U64})
     order = np.argsort(m["node"])
     m = {k: v[order] for k, v in m.items()}
-    table = read_tables(fs.join(root, "resolved", f"s={tag}", f"*{WORK}"))
-    if table is None:
-        rep_id = rep_source = np.empty(0, object)
-    else:
-        resolved = table.column("node").to_numpy()
-        by_node = np.argsort(resolved)
-        at = by_node[np.searchsorted(resolved[by_node], m["node"])]
-        rep_id = table.column("rep_id").to_numpy(zero_copy_only=False)[at]
-        rep_source = table.column("rep_source").to_numpy(zero_copy_only=False)[at]
-    reps = read_columns(fs.join(root, "represents", f"s={tag}{WORK}"), ["node", "count"], {"node": U64, "count": np.int64})
+    senders = [tag_of(key) for key in np.unique(nodes.shard_key(m["rep"]))]   # the shards of its members' representatives
+    resolved = bundles.receive_from(fs.join(root, "resolved"), senders, tag, ["node", "rep_id", "rep_source"],
+                                    {"node": U64, "rep_id": object, "rep_source": object})
+    by_node = np.argsort(resolved["node"])
+    at = by_node[np.searchsorted(resolved["node"][by_node], m["node"])] if len(m["node"]) else np.empty(0, np.int64)
+    rep_id, rep_source = resolved["rep_id"][at], resolved["rep_source"][at]
+    mine = _reps(root, tag)   # how many members each of its documents replaces
+    rep, count = np.unique(mine["rep"][mine["gone"]], return_counts=True)
     represents = np.where(m["removed"], 0, 1).astype(np.int64)
-    hit = np.isin(m["node"], reps["node"])
-    represents[hit] += reps["count"][np.searchsorted(reps["node"], m["node"][hit])]
+    hit = np.isin(m["node"], rep)
+    represents[hit] += count[np.searchsorted(rep, m["node"][hit])]
     return ShardDecisions(m["node"], m["label"], m["removed"], rep_id, rep_source, m["sim"], m["method"], m["length"], represents,
                           m["frozen_rep"])
 

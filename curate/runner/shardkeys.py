@@ -47,7 +47,7 @@ class ShardInputs:
 
     def records(self, stage: Stage, source: str) -> dict[str, str | None]:
         """The records of the steps it needs beyond documents and tables, by content (their bytes), or the part of one
-        that the stage says concerns `source` (`Stage.record_part`: pack takes one source's copies of the mix plan)."""
+        that the stage says concerns `source` (`Stage.record_part`: pack keys its copies per shard instead, `shard_facts`)."""
         if (stage.name, source) in self.parts:
             return self.parts[(stage.name, source)]
         named = {step for need, step in stage.upstream.items() if need != "docs" and not need.startswith(f"{TABLES}.")}
@@ -62,6 +62,6 @@ class ShardInputs:
         files = self.files(stage, source, shard)
         # the batch size too: it decides how a step's files for the shard are cut into row groups (their bytes), and a
         # keyed phase (model scores, blocklist scans) keeps its results by this digest alone
-        body = {"files": files, "records": self.records(stage, source),
+        body = {"files": files, "records": self.records(stage, source), "facts": stage.shard_facts(source, shard),
                 "execution.batch_rows": stage.pipeline.execution["batch_rows"]}
         return hashlib.sha256(canonical_json(body).encode()).hexdigest()

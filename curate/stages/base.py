@@ -164,6 +164,11 @@ class Stage(ABC):
         follow from, where that record holds facts of every source (None: the whole record)."""
         return None
 
+    def shard_facts(self, source: str, shard: str) -> dict:
+        """Facts of one docs shard its results follow from that no file holds whole (pack: the digest of the shard's
+        copies, from the mix step's marker), for its per-shard key."""
+        return {}
+
     def shard_reads(self, source: str, shard: str) -> list[str]:
         """Files of one docs shard it reads beyond the live documents and the files of the steps it needs, for its
         per-shard key."""

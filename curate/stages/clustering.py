@@ -152,9 +152,10 @@ class ClusterStage(ShardStage):
     FACETS = ClusterFacets
     REASON = ""
     GLOBAL = True                   # a cluster spans sources; who is kept follows the priority
-    VERSION = 3                     # 2: the graph's work files are Arrow IPC (`layout.WORK`); 3: what a partition sends
+    VERSION = 4                     # 2: the graph's work files are Arrow IPC (`layout.WORK`); 3: what a partition sends
                                     # to docs shards is one bundle per task (`curate.dedup.bundles`): a run killed before
-                                    # labels its graph again rather than resume over files it cannot see
+                                    # labels its graph again rather than resume over files it cannot see; 4: `resolve`
+                                    # sends one bundle per docs shard, and members name their representative
     PIPELINE_READS = ("priority",)
 
     def owned_paths(self) -> list[str]:

@@ -5,13 +5,15 @@ it read (`curate.stages.measured`: an append measures only new or changed shards
 (`curate.tokens.mixture`: epochs and effective tokens per source) is printed with its warnings and
 published before any heavy work, or, if it cannot be met (a share of a source with no tokens, a source
 repeated past `allow_epochs`), the run stops there, before anything is tokenized. The accounting phase
-then records the documents that get no copy as `mix:downsampled`; the pack step gives the others
-their copies from the same plan (the tokenize step writes each document once, whatever the plan).
+then records the documents that get no copy as `mix:downsampled`, and names each shard's copies by a digest (its
+marker's `copies`); the pack step gives the documents their copies from the same plan (the tokenize step writes each
+document once, whatever the plan) and keys each shard by that digest.
 """
 
 from __future__ import annotations
 
 import functools
+import hashlib
 import logging
 
 import numpy as np
@@ -214,6 +216,15 @@ class MixStage(ShardStage):
     def setup(self) -> None:
         self.plan = self.run.record(self.name, MixRecord).plan
 
-    def process(self, table: pa.Table, shard: ShardRef) -> Output:
-        n = doc_copies(self.run, self.plan, shard.source, shard.shard, table.column("id").combine_chunks())
-        return Output(removed=removals(table.column("id").filter(pa.array(n == 0)), "mix:downsampled"))
+    def run_shard(self, shard: ShardRef) -> dict:
+        """Also names the shard's copies by content (`copies`, in its marker): the pack step keys each shard by them,
+        so a plan whose epochs moved re-packs only the shards where some document's copies did."""
+        digest = hashlib.sha256()
+
+        def process_shard(batches, shard):
+            for table in batches:
+                n = doc_copies(self.run, self.plan, shard.source, shard.shard, table.column("id").combine_chunks())
+                digest.update(n.astype("<i8").tobytes())
+                yield Output(removed=removals(table.column("id").filter(pa.array(n == 0)), "mix:downsampled"))
+
+        return {**self.map_shard(shard, process_shard, None, ledger=True), "copies": digest.hexdigest()}

@@ -32,7 +32,7 @@ from curate.stages.shard import ShardRef, shard_tasks
 from curate.tokens.docmap import SHARD_MAPS, DocKeys, merge_maps
 from curate.tokens.formats import get as token_format
 from curate.tokens.formats import names as format_names
-from curate.tokens.mixture import copies_basis, doc_copies
+from curate.tokens.mixture import doc_copies
 from curate.tokens.shard import METHODS, expand_copies, from_arrow, pack_shard
 from curate.io.parquet import read_table
 
@@ -56,7 +56,7 @@ class PackStage(Stage):
 
     TABLES = ("{step}/_shards",)
     PER_SHARD = True   # a docs shard packs the same whenever its token documents and its copies are the same: an append
-                       # packs the new or changed shards again and merges every source it touched (`record_part`)
+                       # packs the new or changed shards again and merges every source it touched (`shard_facts`)
     VERSION = 5   # 2: its markers count the document copies packed (the manifest's split_share is of those)
                   # 3: its files moved from RUN/tokens/ to RUN/<step>/ (a run made before packs once more)
                   # 4: a document map beside each format's files (curate/tokens/docmap.py); the files' bytes unchanged
@@ -77,20 +77,16 @@ class PackStage(Stage):
         return [*(prefix + suffix for name in format_names() for suffix in token_format(name).suffixes), prefix + SHARD_MAPS]
 
     def record_part(self, step: str, source: str):
-        """Of the mix plan, what gives the source's documents their copies (`mixture.copies_basis`): an append that
-        moves another source's epochs leaves this source's shards packed as they were."""
-        return copies_basis(self.mix_plan(), source) if step == self.upstream.get("mix") else None
+        """Of the mix plan, nothing whole: a shard's copies are keyed per shard (`shard_facts`), so an append that moves
+        a source's epochs re-packs only the shards where a document's copies moved."""
+        return "copies: per shard" if step == self.upstream.get("mix") else None
 
-    def shard_reads(self, source: str, shard: str) -> list[str]:
-        """With rehydration, the shard's dedup cluster sizes."""
-        r = (self.mix_plan() or {}).get("rehydrate")
-        return [self.run.clusters(r["dedup"], source, shard)] if r else []
-
-    def mix_plan(self) -> dict | None:
-        """The mix step's plan, read once for the per-shard keys (asked for after the mix step ran; None without one)."""
-        if not hasattr(self, "_plan"):
-            self._plan = self.run.record(self.upstream["mix"], MixRecord).plan if "mix" in self.upstream else None
-        return self._plan
+    def shard_facts(self, source: str, shard: str) -> dict:
+        """The digest of the shard's copies that the mix step computed (its marker's `copies`)."""
+        if "mix" not in self.upstream:
+            return {}
+        marker = self.run.read_json(self.run.marker(self.upstream["mix"], ACCOUNTING, f"{source}/{shard}")) or {}
+        return {"copies": marker.get("copies")}
 
     def plan(self) -> list[Task[ShardRef]]:
         return shard_tasks(self.run, self.upstream["docs"])

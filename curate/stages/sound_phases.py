@@ -40,7 +40,7 @@ def settle(c: Clustering, run: RunDir, shards: list[Task], parts: list[Task], fi
                      f"{sum(r.get('components', 0) for r in known):,}")
     run_phase(phase("gather", queued(g, shards, "sound", "route"), partial(gather, run, g, s, c.by_id)))
     done = run_phase(phase("settle", parts, partial(sound.settle, g, s, c.policy, c.by_id)))
-    if s.cache is not None:
+    if s.cache is not None and done.ran:   # (a no-op run's settle is recorded: said by the run that did it)
         pairs, reused = sum(r.get("checks", 0) for r in done), sum(r.get("reused", 0) for r in done)
         log.info("[%s: exact] %s of %s pairs reused, %s checked", c.stage, f"{reused:,}", f"{pairs:,}", f"{pairs - reused:,}")
     run_phase(phase("exact-a", queued(g, shards, "sound", "exact"), partial(column, run, "text", partial(sound.exact_a, g, s)),

@@ -145,14 +145,6 @@ def render_plan(plan: dict) -> str:
     return "\n".join(lines)
 
 
-def copies_basis(plan: dict, source: str) -> dict:
-    """What `doc_copies` reads of the plan for `source`'s documents (beyond their ids and, with rehydration, their
-    shard's cluster sizes): a step keyed by it keeps a source's results when another source's epochs move."""
-    r = plan.get("rehydrate")
-    return {"epochs": plan["sources"].get(source, {}).get("epochs"), "seed": plan["seed"],
-            "rehydrate": r and {"weights": r["weights"], "dedup": r["dedup"], "factor": r["factor"].get(source)}}
-
-
 def doc_copies(run, plan: dict, source: str, shard: str, ids: pa.Array) -> np.ndarray:
     """Each document's whole number of copies under the plan (the mix and pack steps both call this)."""
     r = plan.get("rehydrate")

@@ -393,9 +393,39 @@ def test_a_weights_append_that_moves_every_sources_epochs_rewrites_no_unchanged_
     assert again == {f"dolma_cc/{s}" for s in new} | changed, sorted(again)
     for path, mtime in tokens.items():   # the token files of the shards it did not redo were not written again
         assert (f"{path.parent.name}/{path.stem}" in again) or path.stat().st_mtime_ns == mtime, path
-    packed = {k for k, t in markers(ws / "run").items() if k.startswith("pack/shards/") and before.get(k) != t}
-    assert len(packed) == len([k for k in markers(ws / "run") if k.startswith("pack/shards/")])   # pack re-packs
+    packed = {k.removeprefix("pack/shards/").removesuffix(".json") for k, t in markers(ws / "run").items()
+              if k.startswith("pack/shards/") and before.get(k) != t}
+    assert packed == again, sorted(packed)   # every copy is 1 here: pack redoes the shards whose documents changed
     _equals_fresh(ws, "a weights append")
+
+
+def test_an_append_that_moves_a_repeated_sources_epochs_repacks_only_the_shards_whose_copies_moved(corpus, monkeypatch, tmp_path):
+    """`weights` with a `total_tokens` past every source's tokens: each is repeated 1.6 epochs, so the mix removes
+    nothing and a document's copies are 1 or 2. A page added to dclm lowers dclm's epochs a little: its old shards'
+    token documents stay as they were, and only a shard where some document loses a copy is packed again (pack keys a
+    shard by the mix step's digest of its copies, not by its source's epochs); the run equals a fresh one."""
+    probe = _weights_run(corpus, monkeypatch, tmp_path / "probe", "{fwe: 1.0, dclm: 1.0, zyda: 1.0, dolma_cc: 1.0}")
+    available = {s: p["available_tokens"] for s, p in _plan(probe / "run").items()}
+    weights = "{" + ", ".join(f"{s}: {n:.0f}" for s, n in available.items()) + "}"   # each source 1.6 epochs
+    ws = _weights_run(corpus, monkeypatch, tmp_path, f"{weights}, total_tokens: {1.6 * sum(available.values()):.0f}")
+    plan, before = _plan(ws / "run"), markers(ws / "run")
+    assert all(p["epochs"] == pytest.approx(1.6, rel=1e-3) for p in plan.values()), plan
+    _dclm(ws / "corpus/dclm/global-shard_01_of_10/local-shard_9_of_10/zzz_late.jsonl.zst",
+          [" ".join(f"lateword{j}" for j in range(25))])   # a page: dclm's epochs move by about a thousandth
+    _run(ws, "run")
+    after = _plan(ws / "run")
+    assert after["dclm"]["epochs"] < plan["dclm"]["epochs"] and all(after[s] == plan[s] for s in ("fwe", "zyda", "dolma_cc"))
+
+    def redone(step: str) -> set[str]:
+        return {k.removeprefix(f"{step}/shards/").removesuffix(".json") for k, t in markers(ws / "run").items()
+                if k.startswith(f"{step}/shards/") and before.get(k) != t}
+
+    old = {k.removeprefix("pack/shards/").removesuffix(".json") for k in before if k.startswith("pack/shards/dclm/")}
+    new = redone("tokenize")
+    assert len(new) == 1 and not new & old, new   # only the new file's documents are tokenized
+    assert new <= redone("pack") <= old | new, sorted(redone("pack"))
+    assert old - redone("pack"), "every old dclm shard was packed again, as if keyed by dclm's epochs"
+    _equals_fresh(ws, "a repeated source's epochs moved")
 
 
 def _dclm(path: Path, texts: list[str]) -> None:
