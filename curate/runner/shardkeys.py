@@ -62,6 +62,7 @@ class ShardInputs:
         files = self.files(stage, source, shard)
         # the batch size too: it decides how a step's files for the shard are cut into row groups (their bytes), and a
         # keyed phase (model scores, blocklist scans) keeps its results by this digest alone
-        body = {"files": files, "records": self.records(stage, source), "facts": stage.shard_facts(source, shard),
+        facts = stage.shard_facts(source, shard)   # (only where a stage names some: the other steps' keys stay as they were)
+        body = {"files": files, "records": self.records(stage, source), **({"facts": facts} if facts else {}),
                 "execution.batch_rows": stage.pipeline.execution["batch_rows"]}
         return hashlib.sha256(canonical_json(body).encode()).hexdigest()

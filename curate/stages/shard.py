@@ -107,15 +107,15 @@ class ShardStage(Stage):
         return self.map_shard(shard, self.process_shard, self.sink(shard), ledger=self.REMOVES)
 
     def map_shard(self, shard: ShardRef, process_shard, sink: ContextManager | None, columns: list[str] | None = None,
-                  ledger: bool = False) -> dict:
-        """Stream the shard's live batches through `process_shard(batches, shard)`; side rows go to `sink`,
-        removals to the stage's ledger (when `ledger`); returns the shard's counts. Any batch phase of a
-        stage can use it, not only the accounting one."""
+                  ledger: bool = False, live: list[pa.Table] | None = None) -> dict:
+        """Stream the shard's live batches (`live`: the task read them already) through `process_shard(batches, shard)`;
+        side rows go to `sink`, removals to the stage's ledger (when `ledger`); returns the shard's counts. Any batch
+        phase of a stage can use it, not only the accounting one."""
         n_in, removed, counts = 0, [], {}
 
         def counted():
             nonlocal n_in
-            for batch in self.live_batches(shard, columns):
+            for batch in self.live_batches(shard, columns) if live is None else live:
                 n_in += batch.num_rows
                 yield batch
 

@@ -108,14 +108,11 @@ class TokenizeStage(ShardStage):
         """A shard recomputed only because fewer of its documents live (an append moved the mix's down-sampling),
         whose texts are those its kept ids were made from, is written from the kept ids: its text is not read."""
         cached, texts = cache.load(self.cache_path(shard)), self.texts_key(shard)
-        if cached is not None and cache.texts_of(cached) == texts and self._all_kept(shard, cached):
-            return self.map_shard(shard, partial(self._from_kept, cached), self.sink(shard), columns=["id"], ledger=self.REMOVES)
+        if cached is not None and cache.texts_of(cached) == texts:
+            live, kept = list(self.live_batches(shard, ["id"])), cached.column("id").combine_chunks()
+            if all(pc.all(pc.is_in(b.column("id").cast(pa.string()), value_set=kept)).as_py() is not False for b in live):
+                return self.map_shard(shard, partial(self._from_kept, cached), self.sink(shard), ledger=self.REMOVES, live=live)
         return self.map_shard(shard, partial(self._tokenize_shard, cached, texts), self.sink(shard), ledger=self.REMOVES)
-
-    def _all_kept(self, shard: ShardRef, cached: pa.Table) -> bool:
-        kept = cached.column("id").combine_chunks()
-        return all(pc.all(pc.is_in(b.column("id").cast(pa.string()), value_set=kept)).as_py() is not False
-                   for b in self.live_batches(shard, ["id"]))
 
     def _from_kept(self, cached: pa.Table, batches, shard: ShardRef):
         """Each batch of live ids with its kept tokens: the rows `tokenize` writes when every id hits."""
