@@ -90,15 +90,20 @@ def main() -> int:
         noop, _, _ = run(sample, out)
         added = append_dump(sample, args.fraction)
         appended, lines, append_steps = run(sample, out)
+        again, _, _ = run(sample, out)   # a no-op re-run of an appended run: nothing measured or hashed again
         fresh, _, fresh_steps = run(sample, Path(tmp) / "fresh")
         differ = compare(str(Path(tmp) / "fresh"), str(out))
         print(f"corpus: {args.docs:,} documents (sample); appended {added:,} (half planted duplicates, half new texts)")
         print("| run | wall s | share of from scratch |\n|---|---|---|")
-        for name, t in (("from scratch", scratch), ("no-op re-run", noop), ("append", appended), ("fresh run on the union", fresh)):
+        for name, t in (("from scratch", scratch), ("no-op re-run", noop), ("append", appended),
+                        ("no-op re-run after the append", again), ("fresh run on the union", fresh)):
             print(f"| {name} | {t:.1f} | {t / scratch:.0%} |")
         print("\n| step | from scratch s | append s | fresh on union s |\n|---|---|---|---|")
         for step, t in scratch_steps.items():
             print(f"| {step} | {t:.1f} | {append_steps.get(step, 0.0):.1f} | {fresh_steps.get(step, 0.0):.1f} |")
+        through = list(scratch_steps)[:list(scratch_steps).index("pack") + 1] if "pack" in scratch_steps else list(scratch_steps)
+        mine, base = sum(append_steps.get(s, 0.0) for s in through), sum(scratch_steps[s] for s in through)
+        print(f"| through {through[-1]} | {base:.1f} | {mine:.1f} ({mine / base:.1%}) | {sum(fresh_steps.get(s, 0.0) for s in through):.1f} |")
         print("\nreuse lines of the append run:")
         print("\n".join(f"    {line.strip()}" for line in lines))
         print(f"\nappended run vs fresh run: {'identical' if not differ else f'{len(differ)} files differ: {differ[:5]}'}")
