@@ -1,12 +1,14 @@
 """Rows one graph task sends to many docs shards, in one work file: `<folder>/from-<origin>.arrow`.
 
 A partition's task (decide, settle, route, the exact check's planning) sends rows to every docs shard with a member in
-it, and a docs shard's `resolve` task sends its representatives' ids to their members' shards. A file per (task,
-shard) made ~25,000 of a 1M-document dedup's ~31,000 small files, and creating a file costs more than writing its few
-kilobytes (~0.25 ms each here). A bundle is one Arrow IPC file per sending task with one record batch per receiving
-shard, the shards' tags in its schema's metadata. A shard's task opens each bundle of a partition folder (a partition
-count of them), or, from other shards, only those of the senders it knows of (`receive_from`), and reads its own batch
-only (IPC files are read at offsets: on an object store too, only the footer and that batch travel).
+it, a docs shard's `resolve` task sends its representatives' ids to their members' shards, and the graph's tasks send
+edges, nodes and each round's label messages to every node partition. A file per (task, receiver) made ~25,000 of a
+1M-document dedup's ~31,000 small files, and P^2 files a round of label propagation (160,000 at 100M documents):
+creating a file costs more than writing its few kilobytes (~0.25 ms each here), and on an object store it is a PUT.
+A bundle is one Arrow IPC file per sending task with one record batch per receiver, the receivers' names in its
+schema's metadata. A receiver opens each bundle of a folder written by partitions (a partition count of them), or,
+from docs shards, only those of the senders it knows of (`receive_from`), and reads its own batch only (IPC files are
+read at offsets: on an object store too, only the footer and that batch travel).
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ from __future__ import annotations
 import json
 import os
 import threading
-from typing import Iterable
+from typing import Callable, Iterable
 
 import numpy as np
 import pyarrow as pa
@@ -25,13 +27,14 @@ from curate.io import fs
 SHARDS = b"shards"   # schema metadata: the receiving shards' tags, in batch order
 
 
-def send(folder: str, origin: str, parts: Iterable[tuple[int, dict[str, np.ndarray]]]) -> None:
-    """Write `(shard key, columns)` parts as the bundle `folder/from-<origin>`: replaces what an earlier try of the same
-    task sent (nothing to send removes it)."""
+def send(folder: str, origin: str, parts: Iterable[tuple[int, dict[str, np.ndarray]]], name: Callable[[int], str] = tag_of) -> None:
+    """Write `(key, columns)` parts as the bundle `folder/from-<origin>`, each batch under `name(key)` (a docs shard's
+    tag by default; `partition` for a node partition): replaces what an earlier try of the same task sent (nothing to
+    send removes it)."""
     path = fs.join(folder, f"from-{origin}{WORK}")
     tags, tables = [], []
     for key, columns in parts:
-        tags.append(tag_of(key))
+        tags.append(name(key))
         tables.append(pa.table({name: pa.array(col) for name, col in columns.items()}))
     if not tables:
         fs.remove(path)
@@ -40,6 +43,11 @@ def send(folder: str, origin: str, parts: Iterable[tuple[int, dict[str, np.ndarr
     with fs.AtomicWriter(path) as handle, pa.ipc.new_file(handle, schema, options=IPC) as writer:
         for table in tables:
             writer.write_table(table.replace_schema_metadata(schema.metadata))
+
+
+def partition(p: int) -> str:
+    """The name a node partition's batch has in a bundle (the partition phases' own `origin` too)."""
+    return f"{p:05d}"
 
 
 def _bundles(folder: str) -> list[str]:

@@ -61,16 +61,16 @@ def buckets(g: GraphDir, bands: str, verify: bool, numbers: dict | None, p: int)
 def write_edges(g: GraphDir, origin: str, u, v, hi_u, hi_v) -> None:
     """Edges in both directions by node partition, and each linked node's rank."""
     both_u, both_v = np.concatenate([u, v]), np.concatenate([v, u])
-    for q, part in split(partition_of(both_u, g.partitions), g.partitions, u=both_u, v=both_v):
-        write_columns(g.path("edges", f"p={q:05d}", f"from-{origin}{WORK}"), **part)
+    bundles.send(g.path("edges"), origin, split(partition_of(both_u, g.partitions), g.partitions, u=both_u, v=both_v),
+                 bundles.partition)
     linked, first = np.unique(both_u, return_index=True)
     hi = np.concatenate([hi_u, hi_v])[first]
-    for q, part in split(partition_of(linked, g.partitions), g.partitions, node=linked, hi=hi):
-        write_columns(g.path("nodes", f"p={q:05d}", f"from-{origin}{WORK}"), **part)
+    bundles.send(g.path("nodes"), origin, split(partition_of(linked, g.partitions), g.partitions, node=linked, hi=hi),
+                 bundles.partition)
 
 
 def init(g: GraphDir, p: int) -> dict:
-    cols = read_columns(g.path("nodes", f"p={p:05d}", f"*{WORK}"), ["node", "hi"], {"node": U64, "hi": U64})
+    cols = bundles.receive(g.path("nodes"), bundles.partition(p), ["node", "hi"], {"node": U64, "hi": U64})
     node, first = np.unique(cols["node"], return_index=True)
     hi = cols["hi"][first]
     write_columns(g.path("labels", "r=000", f"p={p:05d}{WORK}"), node=node, hi=hi, label_hi=hi, label_lo=node)
@@ -79,17 +79,17 @@ def init(g: GraphDir, p: int) -> dict:
 
 def send(g: GraphDir, rnd: int, p: int) -> dict:
     lab = g.labels(rnd, p)
-    edges = read_columns(g.path("edges", f"p={p:05d}", f"*{WORK}"), ["u", "v"], {"u": U64, "v": U64})
+    edges = bundles.receive(g.path("edges"), bundles.partition(p), ["u", "v"], {"u": U64, "v": U64})
     target, hi, lo = components.send(edges["u"], edges["v"], lab["node"], lab["label_hi"], lab["label_lo"])
-    for q, part in split(partition_of(target, g.partitions), g.partitions, target=target, hi=hi, lo=lo):
-        write_columns(g.path("messages", f"r={rnd:03d}", f"p={q:05d}", f"from-{p:05d}{WORK}"), **part)
+    bundles.send(g.path("messages", f"r={rnd:03d}"), bundles.partition(p),
+                 split(partition_of(target, g.partitions), g.partitions, target=target, hi=hi, lo=lo), bundles.partition)
     return {"in": len(lab["node"]), "messages": len(target)}
 
 
 def receive(g: GraphDir, rnd: int, p: int) -> dict:
     lab = g.labels(rnd, p)
-    msg = read_columns(g.path("messages", f"r={rnd:03d}", f"p={p:05d}", f"*{WORK}"), ["target", "hi", "lo"],
-                       {"target": U64, "hi": U64, "lo": U64})
+    msg = bundles.receive(g.path("messages", f"r={rnd:03d}"), bundles.partition(p), ["target", "hi", "lo"],
+                          {"target": U64, "hi": U64, "lo": U64})
     hi, lo, changed = components.receive(lab["node"], lab["label_hi"], lab["label_lo"], msg["target"], msg["hi"], msg["lo"])
     write_columns(g.path("labels", f"r={rnd + 1:03d}", f"p={p:05d}{WORK}"), node=lab["node"], hi=lab["hi"],
                   label_hi=hi, label_lo=lo)

@@ -155,7 +155,8 @@ class ClusterStage(ShardStage):
     VERSION = 4                     # 2: the graph's work files are Arrow IPC (`layout.WORK`); 3: what a partition sends
                                     # to docs shards is one bundle per task (`curate.dedup.bundles`): a run killed before
                                     # labels its graph again rather than resume over files it cannot see; 4: `resolve`
-                                    # sends one bundle per docs shard, and members name their representative
+                                    # sends one bundle per docs shard, and members name their representative; edges,
+                                    # nodes and label messages are bundles too (one file per sending task, not P^2)
     PIPELINE_READS = ("priority",)
 
     def owned_paths(self) -> list[str]:
