@@ -155,17 +155,17 @@ def choose(g: GraphDir, p: int) -> dict:
     return {"in": len(node), "removed": int(gone.sum())}
 
 
-def resolve(g: GraphDir, tag: str, source: str, ids: pa.Array) -> dict:
-    """Name the representative (id, source) of every member whose representative is one of this shard's documents,
-    and count how many documents each of them replaces."""
-    r = _reps(g.root, tag)
+def resolve(g: GraphDir, tag: str, source: str, ids: pa.Array, r: dict[str, np.ndarray] | None = None) -> dict:
+    """Name the representative (id, source) of every member whose representative is one of this shard's documents
+    (`r`: what `reps` returns, when the caller read it already)."""
+    r = reps(g.root, tag) if r is None else r
     rep_id = ids.take(pa.array(nodes.row_of(r["rep"]))).to_numpy(zero_copy_only=False)
     bundles.send(g.path("resolved"), tag, by_shard(r["node"], node=r["node"], rep_id=rep_id.astype(object),
                                                    rep_source=np.full(len(rep_id), source, object)))
     return {"in": len(r["node"]), "removed": int(r["gone"].sum())}
 
 
-def _reps(root: str, tag: str) -> dict[str, np.ndarray]:
+def reps(root: str, tag: str) -> dict[str, np.ndarray]:
     """The members whose representative is one of this shard's documents (`rep`), and whether each was removed."""
     return bundles.receive(fs.join(root, "reps"), tag, ["node", "rep", "gone"], {"node": U64, "rep": U64, "gone": bool})
 
@@ -202,7 +202,7 @@ def shard_decisions(root: str, tag: str) -> ShardDecisions:
     by_node = np.argsort(resolved["node"])
     at = by_node[np.searchsorted(resolved["node"][by_node], m["node"])] if len(m["node"]) else np.empty(0, np.int64)
     rep_id, rep_source = resolved["rep_id"][at], resolved["rep_source"][at]
-    mine = _reps(root, tag)   # how many members each of its documents replaces
+    mine = reps(root, tag)   # how many members each of its documents replaces
     rep, count = np.unique(mine["rep"][mine["gone"]], return_counts=True)
     represents = np.where(m["removed"], 0, 1).astype(np.int64)
     hit = np.isin(m["node"], rep)

@@ -254,6 +254,23 @@ def remove(path: str) -> None:
         fs.rm(stripped, recursive=True)
 
 
+def link(path: str, dest: str) -> None:
+    """Make `dest` the same file as `path`: a hard link where the folder is local (no bytes copied; a copy where
+    linking is refused, across filesystems), a copy on object stores. Replaces `dest` atomically."""
+    store, stripped = filesystem(path)
+    _, target = filesystem(dest)
+    if not is_local(store):
+        store.copy(stripped, target)
+        return
+    os.makedirs(os.path.dirname(target), exist_ok=True)
+    tmp = f"{target}.tmp-{uuid.uuid4().hex}"
+    try:
+        os.link(stripped, tmp)
+    except OSError:
+        shutil.copyfile(stripped, tmp)
+    os.replace(tmp, target)
+
+
 def move(path: str, dest: str) -> None:
     """Move a file or folder to `dest` (a rename where the filesystem has one; copy and delete on object stores)."""
     fs, stripped = filesystem(path)

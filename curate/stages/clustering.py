@@ -15,11 +15,13 @@ from typing import Iterator
 import numpy as np
 import pyarrow as pa
 
-from curate.dedup import graph, nodes, sound, verify
+from curate.dedup import graph, nodes, outcomes, sound, verify
 from curate.dedup.shingles import Shingling
 from curate.errors import CurateError
 from curate.io.parquet import ParquetSink
-from curate.dedup.layout import shard_numbers, shard_tag
+from curate.dedup.layout import WORK, shard_numbers, shard_tag
+from curate.io import fs
+from curate.rundir.digests import file_digest, removed_digest
 from curate.rundir import DedupRecord, IngestRecord, RunDir
 from curate.stages import sound_phases
 from curate.stages.facets import Facets
@@ -49,6 +51,7 @@ class Clustering:
     shingling: dict | None = None
     sound: sound.Sound | None = None   # every removal checked against its cluster's representative (None: unverified)
     numbers: dict | None = None  # (source, shard) -> (priority, index): the band files are a minhash step's, per shard
+    outcomes: str | None = None  # where per-shard results are kept across runs (`curate.dedup.outcomes`; None: not kept)
 
 
 def cluster(c: Clustering, run: RunDir, jobs: list[ShardJob], run_phase: PhaseRunner) -> None:
@@ -75,21 +78,30 @@ def cluster(c: Clustering, run: RunDir, jobs: list[ShardJob], run_phase: PhaseRu
         if c.by_id:
             run_phase(phase("idrank", shards, partial(column, run, "id", partial(graph.idrank, g))))
             run_phase(phase("choose", parts, partial(graph.choose, g)))
-    run_phase(phase("resolve", queued(g, shards, "reps"), partial(_resolve, run, g)))
+    run_phase(phase("resolve", queued(g, shards, "reps"), partial(_resolve, run, g, c.outcomes)))
     if ran:   # the reuse line of the other steps: the graph is settled whole, every partition (a resumed run: the rest)
         log.info("[%s] %d of %d partitions reused, %d recomputed (the whole graph is labelled again)",
                  c.stage, len(parts) - ran, len(parts), ran)
 
 
-def _resolve(run: RunDir, g: graph.GraphDir, job: ShardJob) -> dict:
-    return column(run, "id", lambda tag, ids: graph.resolve(g, tag, job.source, ids), job)
+def _resolve(run: RunDir, g: graph.GraphDir, kept_in: str | None, job: ShardJob) -> dict:
+    """A docs shard's `resolve`; with `kept_in`, put back from an earlier run where the rows the graph sent the shard
+    and its documents are the same (`curate.dedup.outcomes`)."""
+    if kept_in is None:
+        return column(run, "id", lambda tag, ids: graph.resolve(g, tag, job.source, ids), job)
+    sent = graph.reps(g.root, job.tag)
+    key = outcomes.digest({"source": job.source, "tag": job.tag, "docs": file_digest(run.docs(job.source, job.shard))}, sent)
+    folder, name, target = fs.join(kept_in, "resolve"), f"{job.source}/{job.shard}", {"bundle": g.path("resolved", f"from-{job.tag}{WORK}")}
+    if (kept := outcomes.restore(folder, name, key, target)) is not None:
+        return kept
+    result = column(run, "id", lambda tag, ids: graph.resolve(g, tag, job.source, ids, sent), job)
+    outcomes.keep(folder, name, key, target, result)
+    return result
 
 
-def shard_outcome(graph_root: str, tag: str, source: str, reason: str,
-                  batches: Iterator[pa.Table]) -> Iterator[Output]:
+def shard_outcome(d: graph.ShardDecisions, source: str, reason: str, batches: Iterator[pa.Table]) -> Iterator[Output]:
     """Per batch of live documents (with `_row`): removals (`<reason>:<kept source>`, detail naming the kept
     document, the cluster and, where measured, the similarity and how) and `clusters` rows for the batch's members."""
-    d = graph.shard_decisions(graph_root, tag)
     rows = nodes.row_of(d.node)
     for batch in batches:
         at = np.isin(rows, batch.column("_row").to_numpy())
@@ -182,6 +194,31 @@ class ClusterStage(ShardStage):
     def sink(self, shard: ShardRef) -> ParquetSink:
         return ParquetSink(self.run.clusters(self.name, shard.source, shard.shard), CLUSTERS)
 
-    def process_shard(self, batches, shard: ShardRef):
-        tag = shard_tag(*self.numbers[(shard.source, shard.shard)])
-        return shard_outcome(self.graph_root(), tag, shard.source, self.REASON, batches)
+    def outcomes_root(self) -> str | None:
+        """Where its per-shard results are kept across runs (`curate.dedup.outcomes`): None, not kept (a step that keeps
+        them names a folder that its `owned_paths` leaves, and prunes it)."""
+        return None
+
+    def run_shard(self, shard: ShardRef) -> dict:
+        """The accounting phase's task; put back from an earlier run where the shard's decisions and live documents are
+        the same (`outcomes_root`): in an append, most shards'."""
+        decided = graph.shard_decisions(self.graph_root(), shard_tag(*self.numbers[(shard.source, shard.shard)]))
+        account = partial(self.map_shard, shard, lambda batches, shard: self.outcome(batches, shard, decided), self.sink(shard),
+                          ledger=True)
+        if (root := self.outcomes_root()) is None:
+            return account()
+        targets = {"ledger": self.run.ledger(self.name, shard.source, shard.shard),
+                   "clusters": self.run.clusters(self.name, shard.source, shard.shard)}
+        basis = {"step": self.name, "version": self.VERSION, "reason": self.REASON, "rows": self.pipeline.execution["batch_rows"],
+                 "docs": file_digest(self.run.docs(shard.source, shard.shard)),
+                 "removed": {step: removed_digest(self.run.ledger(step, shard.source, shard.shard)) for step in self.previous}}
+        key, folder, name = outcomes.digest(basis, vars(decided)), fs.join(root, "accounting"), f"{shard.source}/{shard.shard}"
+        if (kept := outcomes.restore(folder, name, key, targets)) is not None:
+            return kept
+        result = account()
+        outcomes.keep(folder, name, key, targets, result)
+        return result
+
+    def outcome(self, batches, shard: ShardRef, decided: graph.ShardDecisions):
+        """The shard's removals and clusters rows, from what the graph decided for it."""
+        return shard_outcome(decided, shard.source, self.REASON, batches)

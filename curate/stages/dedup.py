@@ -17,7 +17,7 @@ import logging
 import os
 
 from curate.common.schema import COUNT_MAX, Field
-from curate.dedup import alarms, frozen, settled
+from curate.dedup import alarms, frozen, outcomes, settled
 from curate.dedup.graph import GraphDir
 from curate.dedup.policy import POLICIES
 from curate.dedup.sound import Sound
@@ -70,10 +70,18 @@ class DedupStage(ClusterStage):
         sound = (Sound(o["threshold"], o["margin"], o["rounds"], mh.signatures, mh.shingling, o["frozen"], self.exact_cache(),
                        *self.settled_cache(mh, by_id)) if o["mode"] == "sound" else None)
         cluster(Clustering(self.name, GraphDir(self.graph_root(), mh.partitions), mh.bands, o["policy"], by_id,
-                           o["max_rounds"], o["verify"], mh.shingling, sound, self.shard_numbers()),
+                           o["max_rounds"], o["verify"], mh.shingling, sound, self.shard_numbers(), self.outcomes_root()),
                 self.run, self.jobs(tasks), run_phase)
         super().execute(tasks, run_phase)
+        if self.outcomes_root() is not None:
+            for kind in ("resolve", "accounting"):
+                outcomes.prune(fs.join(self.outcomes_root(), kind), {t.key for t in tasks})
         self.alarm()
+
+    def outcomes_root(self) -> str | None:
+        """Its per-shard results kept across runs (`curate.dedup.outcomes`, `RUN/_work/<step>/outcomes/`); not in frozen
+        mode, where a shard's counts also read the frozen mixture."""
+        return self.run.work(self.name, "outcomes") if self.options["frozen"] is None else None
 
     def exact_cache(self) -> str:
         """The exact checks' results, kept across runs (`curate.dedup.exact_cache`): `RUN/_work/<step>/exact/`."""
@@ -115,10 +123,10 @@ class DedupStage(ClusterStage):
             return base or None
         return {**base, "frozen": frozen.identity(self.options["frozen"], file_identity)}
 
-    def process_shard(self, batches, shard):
+    def outcome(self, batches, shard, decided):
         """In frozen mode, also counts the shard's live frozen documents (`frozen` in its marker)."""
         if self.options["frozen"] is None:
-            yield from super().process_shard(batches, shard)
+            yield from super().outcome(batches, shard, decided)
             return
         kept = frozen.frozen_ids(fs.join(frozen.frozen_root(self.options["frozen"]), "kept", shard.source, f"{shard.shard}.parquet"))
         found = 0
@@ -129,7 +137,7 @@ class DedupStage(ClusterStage):
                 found += int(frozen.mask_in(batch.column("id").combine_chunks(), kept).sum())
                 yield batch
 
-        yield from super().process_shard(counted(), shard)
+        yield from super().outcome(counted(), shard, decided)
         yield Output(counts={"frozen": found})
 
     def frozen_summary(self) -> dict | None:

@@ -38,3 +38,17 @@ def test_a_task_run_again_replaces_what_it_sent_before(tmp_path):
     assert bundles.receive(folder, tag_of(key(2)), ["node"], {"node": U64})["node"].tolist() == [9, 10, 11]
     bundles.send(folder, "00000", [])
     assert bundles.receivers(folder) == set() and os.listdir(folder) == []
+
+
+def test_a_receiver_reads_only_the_senders_it_names_and_partitions_have_names_of_their_own(tmp_path):
+    """`receive_from` opens the bundles of the named senders only (a docs shard's resolve bundles: one per shard, read by
+    the shards of its members); partition bundles name their batches `partition(p)`."""
+    folder = str(tmp_path / "resolved")
+    bundles.send(folder, tag_of(key(1)), [(key(2), {"node": np.array([1], U64)})])
+    bundles.send(folder, tag_of(key(3)), [(key(2), {"node": np.array([9], U64)})])
+    got = bundles.receive_from(folder, [tag_of(key(1)), tag_of(key(4))], tag_of(key(2)), ["node"], {"node": U64})["node"]
+    assert got.tolist() == [1]   # key(3)'s bundle holds a batch for the shard too, but it was not named; key(4) sent nothing
+    messages = str(tmp_path / "messages")
+    bundles.send(messages, bundles.partition(0), [(1, {"lo": np.array([4, 5], U64)}), (3, {"lo": np.array([6], U64)})], bundles.partition)
+    assert bundles.receivers(messages) == {"00001", "00003"}
+    assert bundles.receive(messages, bundles.partition(3), ["lo"], {"lo": U64})["lo"].tolist() == [6]

@@ -330,10 +330,14 @@ def test_an_append_measures_tokenizes_and_keeps_only_the_new_shard(corpus, monke
     _run(ws, "run")
     import curate.stages.mix as mix
 
-    measured = []
-    measure = mix.MixStage.measure
+    import curate.dedup.outcomes as outcomes
+
+    measured, restored = [], []
+    measure, restore = mix.MixStage.measure, outcomes.restore
     monkeypatch.setattr(mix.MixStage, "measure", lambda self, spec, shard: measured.append(shard) or measure(self, spec, shard))
-    before = markers(ws / "run")
+    monkeypatch.setattr(outcomes, "restore", lambda folder, name, *a: (lambda got: got is not None and restored.append(
+        (folder.rstrip("/").rsplit("/", 1)[-1], name)) or got)(restore(folder, name, *a)))
+    before, clusters = markers(ws / "run"), _clusters_bytes(ws / "run")
     _dolma(ws / "corpus/dolma_cc/data/cc_en_head/zzz-new.json.gz",
            [(f"late-{i}", f"a late page number {i} on pottery and kilns " * 25) for i in range(6)])
     _run(ws, "run")
@@ -344,10 +348,20 @@ def test_an_append_measures_tokenizes_and_keeps_only_the_new_shard(corpus, monke
     for step in ("tokenize", "pack", "kept"):   # pack: its other shards' token documents and copies are the same
         again = {k for k, t in after.items() if k.startswith(f"{step}/shards/") and before.get(k) != t}
         assert again == {f"{step}/shards/dolma_cc/{next(iter(new))}.json"}, (step, sorted(again))
+    # the graph is labelled again, but an old shard's ledger and clusters are put back where they come out the same (a
+    # shard after the new one in dolma_cc's order has new node numbers, so new cluster numbers: it is written again)
+    same = {k for k, b in _clusters_bytes(ws / "run").items() if clusters.get(k) == b}
+    assert same and {name for kind, name in restored if kind == "accounting"} == same, (restored, same)
+    assert {kind for kind, _ in restored} == {"accounting", "resolve"}
+    restored.clear()
     _equals_fresh(ws, "an append measured by shard")
     measured.clear()
     _run(ws, "run")   # a no-op re-run after an append: its measurements are kept, even of the shards it did not measure
     assert measured == [], measured
+
+
+def _clusters_bytes(run: Path) -> dict[str, bytes]:
+    return {f"{p.parent.name}/{p.stem}": p.read_bytes() for p in (run / "dedup" / "clusters").glob("*/*.parquet")}
 
 
 def _plan(run: Path) -> dict:

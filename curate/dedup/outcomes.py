@@ -1,0 +1,75 @@
+"""A dedup step's per-docs-shard results kept by what they were made from, so that an append writes again only the
+shards whose decisions changed.
+
+An append labels and settles dedup's graph whole (a cluster spans sources and shards), yet most docs shards come out
+as before: the new documents join few clusters. What a shard's `resolve` task sends (its representatives' ids) follows
+from the rows the graph sent it and its ids; its ledger and clusters files follow from its decisions and its live
+documents. Each is kept under `_work/<step>/outcomes/` beside the digest of those inputs, and put back (a hard link
+where the run folder is local, else a copy) in place of being computed when the digest is the same: the same bytes,
+written once. A digest names every input, so a kept result is never used for other inputs; one that is not reused is
+replaced, and those of shards the run no longer has go (`prune`).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+
+import numpy as np
+
+from curate.io import fs
+
+VERSION = 1   # bump when what a kept result is keyed by changes
+
+
+def digest(basis: dict, arrays: dict[str, np.ndarray]) -> str:
+    """sha256 of `basis` (JSON: files by digest, the step's names and version) and of each array's bytes, by name."""
+    h = hashlib.sha256(json.dumps({"version": VERSION, **basis}, sort_keys=True).encode())
+    for name in sorted(arrays):
+        a = arrays[name]
+        h.update(name.encode() + b"\0")
+        h.update("\0".join(map(str, a)).encode() if a.dtype == object else np.ascontiguousarray(a).tobytes())
+        h.update(b"\1")
+    return h.hexdigest()
+
+
+def restore(folder: str, name: str, key: str, targets: dict[str, str]) -> dict | None:
+    """The kept result of `name` when it was made from inputs of digest `key`: its files linked to `targets` (by
+    role), and the task's counts it returned; None (nothing done) when there is none for that digest."""
+    kept = _read(fs.join(folder, f"{name}.json"))
+    if kept is None or kept.get("key") != key or set(kept["files"]) != set(targets):
+        return None
+    for role, path in targets.items():
+        if kept["files"][role]:
+            fs.link(fs.join(folder, f"{name}.{role}"), path)
+        else:
+            fs.remove(path)
+    return kept["result"]
+
+
+def keep(folder: str, name: str, key: str, targets: dict[str, str], result: dict) -> None:
+    """Keep what a task just wrote to `targets` (a role absent on disk is kept as absent) and its counts, under `key`;
+    the digest is written last, so a killed task leaves nothing that restores."""
+    fs.remove(fs.join(folder, f"{name}.json"))
+    files = {}
+    for role, path in targets.items():
+        files[role] = fs.exists(path)
+        if files[role]:
+            fs.link(path, fs.join(folder, f"{name}.{role}"))
+    fs.write_bytes(fs.join(folder, f"{name}.json"), json.dumps({"key": key, "files": files, "result": result}).encode())
+
+
+def prune(folder: str, names: set[str]) -> None:
+    """Remove the kept results of everything not in `names` (shards the run no longer has)."""
+    for path in fs.glob(fs.join(folder, "*", "*.json")):
+        name = "/".join(path.rstrip("/").rsplit("/", 2)[-2:]).removesuffix(".json")
+        if name not in names:
+            for other in fs.glob(path.removesuffix(".json") + ".*"):
+                fs.remove(other)
+
+
+def _read(path: str) -> dict | None:
+    try:
+        return json.loads(fs.read_bytes(path))
+    except (FileNotFoundError, OSError, ValueError):
+        return None
