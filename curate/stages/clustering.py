@@ -7,6 +7,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import logging
 from dataclasses import dataclass
 from functools import partial
@@ -20,6 +21,7 @@ from curate.dedup.shingles import Shingling
 from curate.errors import CurateError
 from curate.io.parquet import ParquetSink
 from curate.dedup.layout import WORK, shard_numbers, shard_tag
+from curate.dedup.shuffle import mix64
 from curate.io import fs
 from curate.rundir.digests import file_digest, removed_digest
 from curate.rundir import DedupRecord, IngestRecord, RunDir
@@ -34,9 +36,11 @@ log = logging.getLogger("curate")
 CLUSTERS = pa.schema([("id", pa.string()), ("source", pa.string()), ("cluster", pa.uint64()), ("kept", pa.bool_()),
                       ("rep_id", pa.string()), ("rep_source", pa.string()), ("similarity", pa.float32()), ("method", pa.string()),
                       ("length", pa.int64()), ("represents", pa.int64())])
-"""`rep_*`: the member's representative (the kept document a removed one duplicates, or that a kept one was compared
-with); `similarity` to it and `method` (null where not measured: unverified mode); `length` in characters (null:
-unknown); `represents`: 1 + the documents removed in this one's favour (0 for a removed one), for rehydration."""
+"""`cluster`: a number of the member's cluster that does not move when an append numbers docs shards anew (a 64-bit
+hash of where its first document lives: source, docs shard name, row; `cluster_ids`). `rep_*`: the member's
+representative (the kept document a removed one duplicates, or that a kept one was compared with); `similarity` to it
+and `method` (null where not measured: unverified mode); `length` in characters (null: unknown); `represents`: 1 + the
+documents removed in this one's favour (0 for a removed one), for rehydration."""
 
 
 @dataclass(frozen=True)
@@ -82,6 +86,17 @@ def cluster(c: Clustering, run: RunDir, jobs: list[ShardJob], run_phase: PhaseRu
     if ran:   # the reuse line of the other steps: the graph is settled whole, every partition (a resumed run: the rest)
         log.info("[%s] %d of %d partitions reused, %d recomputed (the whole graph is labelled again)",
                  c.stage, len(parts) - ran, len(parts), ran)
+
+
+def cluster_ids(labels: np.ndarray, names: dict[int, str]) -> np.ndarray:
+    """Each label node as a cluster number that does not depend on how docs shards are numbered: node numbers follow
+    the shards' order in the run, which a new file changes, but (source, shard name, row) of the label's document
+    stays. `names`: shard key (`nodes.shard_key`) -> "source/shard"."""
+    keys, at = np.unique(nodes.shard_key(labels), return_inverse=True)
+    shard = np.array([int.from_bytes(hashlib.blake2b(names[int(k)].encode(), digest_size=8).digest(), "little") for k in keys],
+                     np.uint64)
+    with np.errstate(over="ignore"):
+        return mix64(shard[at.reshape(-1)] ^ mix64(nodes.row_of(labels).astype(np.uint64) + np.uint64(0x9E3779B97F4A7C15)))
 
 
 def _resolve(run: RunDir, g: graph.GraphDir, kept_in: str | None, job: ShardJob) -> dict:
@@ -190,6 +205,7 @@ class ClusterStage(ShardStage):
 
     def setup(self) -> None:
         self.numbers = self.shard_numbers()
+        self.names = {(p << int(nodes.SHARD_BITS)) | i: f"{source}/{shard}" for (source, shard), (p, i) in self.numbers.items()}
 
     def sink(self, shard: ShardRef) -> ParquetSink:
         return ParquetSink(self.run.clusters(self.name, shard.source, shard.shard), CLUSTERS)
@@ -203,6 +219,7 @@ class ClusterStage(ShardStage):
         """The accounting phase's task; put back from an earlier run where the shard's decisions and live documents are
         the same (`outcomes_root`): in an append, most shards'."""
         decided = graph.shard_decisions(self.graph_root(), shard_tag(*self.numbers[(shard.source, shard.shard)]))
+        decided.label = cluster_ids(decided.label, self.names)   # what the outputs name: stable cluster numbers, rows
         account = partial(self.map_shard, shard, lambda batches, shard: self.outcome(batches, shard, decided), self.sink(shard),
                           ledger=True)
         if (root := self.outcomes_root()) is None:
@@ -212,7 +229,8 @@ class ClusterStage(ShardStage):
         basis = {"step": self.name, "version": self.VERSION, "reason": self.REASON, "rows": self.pipeline.execution["batch_rows"],
                  "docs": file_digest(self.run.docs(shard.source, shard.shard)),
                  "removed": {step: removed_digest(self.run.ledger(step, shard.source, shard.shard)) for step in self.previous}}
-        key, folder, name = outcomes.digest(basis, vars(decided)), fs.join(root, "accounting"), f"{shard.source}/{shard.shard}"
+        arrays = {**vars(decided), "node": nodes.row_of(decided.node)}
+        key, folder, name = outcomes.digest(basis, arrays), fs.join(root, "accounting"), f"{shard.source}/{shard.shard}"
         if (kept := outcomes.restore(folder, name, key, targets)) is not None:
             return kept
         result = account()
