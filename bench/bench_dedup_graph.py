@@ -122,6 +122,11 @@ def run_phase(pool, name: str, fn, args, table: dict, root: str | None = None) -
     return [r[0] for r in res]
 
 
+def files_under(folder: str) -> int:
+    """Files a phase left in `folder` (what an object store would have taken as PUTs)."""
+    return sum(len(names) for _, _, names in os.walk(folder))
+
+
 def components(work: str, bands: str, docs: int, partitions: int, workers: int, max_rounds: int) -> dict:
     """buckets, init, send/receive until no label changes: `curate.stages.clustering.cluster`'s loop, in a process pool."""
     g = GraphDir(os.path.join(work, "graph"), partitions)
@@ -130,6 +135,7 @@ def components(work: str, bands: str, docs: int, partitions: int, workers: int, 
     with ProcessPoolExecutor(workers) as pool:
         out = run_phase(pool, "buckets", partial(graph.buckets, g, bands, False, numbers), range(partitions), table, g.root)
         table["buckets"]["edges"] = sum(r["edges"] for r in out)
+        table["buckets"]["files"] = files_under(g.path("edges")) + files_under(g.path("nodes"))
         out = run_phase(pool, "init", partial(graph.init, g), range(partitions), table, g.root)
         table["init"]["nodes"] = sum(r["in"] for r in out)
         send = {"wall_s": 0.0, "cpu_s": 0.0, "task_peak_rss": 0, "tasks": 0}
@@ -142,6 +148,7 @@ def components(work: str, bands: str, docs: int, partitions: int, workers: int, 
                     send[k] += row[k]
                 send["task_peak_rss"] = max(send["task_peak_rss"], row["task_peak_rss"])
             send["bytes"] = step[f"receive-{rnd}"]["bytes"]
+            send["message_files_per_round"] = max(send.get("message_files_per_round", 0), files_under(g.path("messages", f"r={rnd:03d}")))
             shutil.rmtree(g.path("messages", f"r={rnd:03d}"), ignore_errors=True)   # what a run keeps is the labels
             if sum(r["changed"] for r in out) == 0:
                 send["rounds"] = rnd + 1

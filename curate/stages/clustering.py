@@ -183,7 +183,8 @@ class ClusterStage(ShardStage):
                                     # to docs shards is one bundle per task (`curate.dedup.bundles`): a run killed before
                                     # labels its graph again rather than resume over files it cannot see; 4: `resolve`
                                     # sends one bundle per docs shard, and members name their representative; edges,
-                                    # nodes and label messages are bundles too (one file per sending task, not P^2)
+                                    # nodes and label messages are bundles too (one file per sending task, not P^2);
+                                    # cluster numbers hash where the first document lives (`cluster_ids`), not its node
     PIPELINE_READS = ("priority",)
 
     def owned_paths(self) -> list[str]:
