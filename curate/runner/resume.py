@@ -129,7 +129,7 @@ def settle(run: RunDir, s: Settlement, running: bool = True) -> None:
                     on_disk = {p.rstrip("/").rsplit("/", 1)[-1].removesuffix(".json")
                                for p in fs.glob(run.state(stage.name, ACCOUNTING, source, "*.json"))}
                     stale = sorted(sh for sh in set(recorded) | on_disk if sh not in now or recorded.get(sh) != now[sh])
-                    remove_shard_outputs(run, stage, source, stale)
+                    remove_shard_outputs(run, stage, source, stale, whole=bool(stale) or any(sh not in recorded for sh in now))
                 else:
                     remove_source_outputs(run, stage, source)
     keep = s.fingerprints if running else \
@@ -155,16 +155,19 @@ def _report(stage: Stage, changed: dict[str, str], gone: list[str], running: boo
         log.info("stage '%s': removing the results of %s, which the pipeline no longer has", stage.name, ", ".join(gone))
 
 
-def remove_shard_outputs(run: RunDir, stage: Stage, source: str, shards: list[str]) -> None:
-    """Some shards' outputs of a stage and the markers of its unkeyed phases (a task of the whole source, whose marker
-    is `<phase>/<source>.json`, goes too: it read every shard)."""
+def remove_shard_outputs(run: RunDir, stage: Stage, source: str, shards: list[str], whole: bool = True) -> None:
+    """Some shards' outputs of a stage and the markers of its unkeyed phases. A task of the whole source (its marker is
+    `<phase>/<source>.json`: pack's merge) read every shard, so it goes too when `whole`: when a shard is stale or new;
+    with every shard's key the same it still holds (an append that moved another source's epochs merges only the
+    sources with a shard packed again)."""
     for shard in shards:
         for path in stage.shard_outputs(source, shard):
             fs.remove(path)
     for phase in fs.glob(run.state(stage.name, "*")):
         name = phase.rstrip("/").rsplit("/", 1)[-1]
         if not name.endswith(".json") and not fs.exists(run.phase_key(stage.name, name)):
-            fs.remove(fs.join(phase, f"{source}.json"))
+            if whole:
+                fs.remove(fs.join(phase, f"{source}.json"))
             for shard in shards:
                 fs.remove(fs.join(phase, source, f"{shard}.json"))
 

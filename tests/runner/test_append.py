@@ -11,6 +11,7 @@ import shutil
 import sys
 from pathlib import Path
 
+import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
@@ -112,10 +113,17 @@ def test_three_appends_compute_only_new_work_and_equal_a_fresh_run(corpus, monke
     assert partitions > 1 and [p.name for p in (ws / "run/_work/minhash/bands").iterdir()] == [f"n={partitions}"]
     _equals_fresh(ws, "a lowest-priority source")
 
-    # 3. a new source of the highest priority, copying documents that were kept: every source's priority moves, and
-    # still only the new source's signatures are computed (node numbers are the dedup step's, not stored)
+    # 3. a new source of the highest priority, copying documents dedup kept: every source's priority moves, and
+    # still only the new source's signatures are computed (node numbers are the dedup step's, not stored). Two of the
+    # copies are of fwe documents that others were removed for: those stay removed, for the copy (their ledger's detail
+    # changes, not its ids)
+    clusters = pq.read_table(ws / "run/dedup/clusters").to_pylist()
+    reps = {r["rep_id"] for r in clusters if r["rep_source"] == "fwe" and not r["kept"]}
+    fwe = pa.concat_tables(pq.read_table(f, columns=["id", "text"]) for f in sorted(ws.glob("run/docs/fwe/*.parquet"))).to_pylist()
+    firsts = [d["text"] for d in fwe if d["id"] in reps][:2]
+    assert firsts, "no fwe document was kept for another: the case below is not tested"
     kept = _texts(ws, "run/kept/dclm/*.parquet", 5)
-    _dolma(ws / "corpus/top/part-0.json.gz", [(f"top-{i}", t) for i, t in enumerate(kept)])
+    _dolma(ws / "corpus/top/part-0.json.gz", [(f"top-{i}", t) for i, t in enumerate(kept + firsts)])
     _add_source(ws, "top", "corpus/top/*.json.gz", first=True)
     before, ledgers = markers(ws / "run"), _dedup_ledgers(ws / "run")
     import curate.stages.tokenize as tokenize
@@ -128,13 +136,15 @@ def test_three_appends_compute_only_new_work_and_equal_a_fresh_run(corpus, monke
     after = markers(ws / "run")
     minhash = {k for k, t in after.items() if k.startswith("minhash/shards/") and before.get(k) != t}
     assert minhash and all(k.startswith("minhash/shards/top/") for k in minhash), sorted(minhash)
-    # the mix plan changed (dclm lost documents) but not fwe's epochs: tokenize keeps fwe's shards, runs on the new source's
-    # (and on the shards that lost documents), and tokenizes only the new source's documents
-    assert not {k for k, t in after.items() if k.startswith("tokenize/shards/fwe/") and before.get(k) != t}, "fwe tokenized again"
+    # the mix plan changed (dclm lost documents) but not fwe's epochs: tokenize keeps the fwe shards that lost no document,
+    # runs on the new source's (and on the shards that lost documents), and tokenizes only the new source's documents
+    lost = {f"tokenize/shards/fwe/{n.removesuffix('.parquet')}.json" for (s, n), (_, ids) in ledgers.items()
+            if s == "fwe" and _ids(ws / "run/ledger/dedup" / s / n) != ids}   # (its copies in top took two fwe documents)
+    assert {k for k, t in after.items() if k.startswith("tokenize/shards/fwe/") and before.get(k) != t} <= lost, "fwe tokenized again"
     assert {k for k in after if k.startswith("tokenize/shards/top/")}, "the new source was not tokenized"
     assert sum(tokenized) == len(_texts(ws, "run/kept/top/*.parquet", 1000)) > 0, tokenized
-    # every node number moved (cluster numbers in the ledger details with them): a shard whose dedup removed the same
-    # documents as before is not read again by signals, only one whose removals changed
+    # every node number moved, and some removed documents have a new representative: a shard whose dedup removed the
+    # same documents as before is not read again by signals, only one whose removals changed
     moved, same = [], []
     for (source, shard), (data, ids) in ledgers.items():
         now = (ws / "run/ledger/dedup" / source / shard).read_bytes()
@@ -440,6 +450,8 @@ def test_an_append_that_moves_a_repeated_sources_epochs_repacks_only_the_shards_
     assert len(new) == 1 and not new & old, new   # only the new file's documents are tokenized
     assert new <= redone("pack") <= old | new, sorted(redone("pack"))
     assert old - redone("pack"), "every old dclm shard was packed again, as if keyed by dclm's epochs"
+    merged = {k for k, t in markers(ws / "run").items() if k.startswith("pack/merge/") and before.get(k) != t}
+    assert merged == {"pack/merge/dclm.json"}, merged   # the other sources' shards are all as they were: not merged again
     _equals_fresh(ws, "a repeated source's epochs moved")
 
 
