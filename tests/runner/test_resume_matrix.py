@@ -203,11 +203,12 @@ MUTATIONS = {
     "classify model file replaced": (lambda ws: _replace(ws, "q.bin", "models/q.bin"), BEFORE_MIX, ["quality_filter"]),
     "dual_use model file replaced": (lambda ws: _replace(ws, "du.bin", "models/du.bin"), {"dual_use"} | AFTER_MIX,
                                      ["dual_use/scan"]),
-    # tokenize and kept reuse every shard whose live documents did not change (only dual_use's table did)
-    "dual_use term file edited": (lambda ws: _append(ws, "terms.txt", "\nhoney\nwax\n"), {"dual_use", "mix", "pack", "manifest"},
-                                  ["quality", "tokenize", "kept"]),
-    "dual_use threshold": (_set("stages.dual_use.threshold=0.95"), {"dual_use", "mix", "pack", "manifest"},
-                           ["dual_use/scan", "dual_use/classifier", "tokenize", "kept"]),
+    # tokenize, kept and pack (its shards and merges) reuse every shard whose live documents and copies did not change
+    # (only dual_use's table did)
+    "dual_use term file edited": (lambda ws: _append(ws, "terms.txt", "\nhoney\nwax\n"), {"dual_use", "mix", "manifest"},
+                                  ["quality", "tokenize", "kept", "pack"]),
+    "dual_use threshold": (_set("stages.dual_use.threshold=0.95"), {"dual_use", "mix", "manifest"},
+                           ["dual_use/scan", "dual_use/classifier", "tokenize", "kept", "pack"]),
     "dual_use switched off": (_set("stages.dual_use.enabled=false"), AFTER_MIX, []),
     "filter recipe file edited in place": (lambda ws: _yaml_file(ws, "filters/mini.yaml", ">= 20", ">= 150"),
                                            {"quality_filter"} | BEFORE_MIX, ["signals"]),
@@ -219,8 +220,8 @@ MUTATIONS = {
     "input file removed": (_remove_file, {"ingest", "dedup", "mix", "pack", "manifest"},
                            ["minhash", "signals", "quality_filter", "quality", "dual_use", "tokenize", "kept"]),
     "priority": (_set("priority=[dolma_cc, fwe, dclm, zyda]"), ALL - {"ingest", "minhash"}, ["ingest", "minhash"]),
-    "source removed": (_remove_source, ALL - {"ingest", "minhash", "signals", "quality_filter", "tokenize"},   # the others' epochs hold
-                       ["minhash", "signals", "quality_filter", "tokenize"]),
+    "source removed": (_remove_source, ALL - {"ingest", "minhash", "signals", "quality_filter", "tokenize", "pack"},   # the others'
+                       ["minhash", "signals", "quality_filter", "tokenize", "pack"]),                                  # copies hold
     # kept reuses every shard: the mix's new plan leaves each shard's ledger as it was (only token ids change)
     "tokenizer": (_tokenizer_file, AFTER_MIX - {"kept"}, ["dual_use", "kept"]),
     "mix epochs": (_set("stages.mix.epochs.dclm=0.7"), AFTER_MIX, ["dual_use"]),
@@ -231,8 +232,8 @@ MUTATIONS = {
     "tokenize eos": (_set("stages.tokenize.eos=false"), {"tokenize", "pack", "manifest"}, ["kept", "mix"]),
     "dedup policy": (_set("stages.dedup.policy=all"), ALL - {"ingest", "minhash"}, ["minhash"]),
     # new columns, the same decisions: every later per-shard step reuses its shards; the global ones recompute
-    "signals option": (_set("stages.signals.langid=true"), {"signals", "quality_filter", "mix", "pack", "manifest"},
-                       ["dedup", "quality", "dual_use", "tokenize", "kept"]),
+    "signals option": (_set("stages.signals.langid=true"), {"signals", "quality_filter", "mix", "manifest"},
+                       ["dedup", "quality", "dual_use", "tokenize", "kept", "pack"]),
     "batch size": (_set("execution.batch_rows=40"), ALL, []),
     "minhash threads (how, not what)": (_set("stages.minhash.threads=3"), {"manifest"}, ["minhash", "dedup"]),  # it records the config
     "step removed": (lambda ws: _yaml(ws, "  dual_use: {terms: terms.txt, model: {kind: fasttext, path: models/du.bin, label: flag}}\n", ""),
