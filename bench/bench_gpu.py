@@ -14,8 +14,8 @@ the others still run):
 3. tokenize: `curate run` of ingest -> tokenize -> pack on every core, the tokenize actors declaring a share of
    the GPU (so Ray places them on the GPU node), against HF `tokenizers` encode_batch on the same cores and texts.
 4. job: `curate run pipelines/zyda2.yaml` over a generated corpus of --job-docs documents with the DeBERTa-size
-   model of section 1 as the quality classifier on the GPU, once per --job-cpus (taskset): stage times, docs/s,
-   peak memory.
+   model of section 1 as the quality classifier on the GPU, once per --job-runs CPUS:SHARE (taskset, and the
+   model actors' num_gpus): stage times, docs/s, peak memory, MinHash docs/s against NeMo's per-GPU figure.
 
 Texts: the DCLM human-judged pages (../shared/data/dclm/data, 780 real web pages) or --texts DIR of JSONL files with
 a `text` field; else the sample corpus's FineWeb-Edu texts. Without CUDA every section runs on the CPU with tiny
@@ -47,6 +47,7 @@ sys.path.insert(0, str(ROOT))
 from inputs import sample_texts, save_tokenizer  # noqa: E402  (bench/inputs.py, beside this script)
 DCLM = ROOT.parent / "shared" / "data" / "dclm" / "data"
 NEMO_FLOOR = 500  # docs/s per GPU: NeMo Curator's nightly floor for its 512-token DeBERTa classifier
+NEMO_MINHASH_PER_GPU = 1.05e9 / 466 / 8  # docs/s per GPU: NeMo Curator's GPU MinHash nightly, 1.05B docs in 466 s on 8 GPUs
 LABELS = ["High", "Medium", "Low"]
 SIZES = {  # encoder dimensions: the real base size, and a tiny one for smoke runs on a CPU
     "base": {"hidden_size": 768, "num_hidden_layers": 12, "num_attention_heads": 12, "intermediate_size": 3072},
@@ -110,7 +111,7 @@ def finetune(kind: str, folder: Path, labels: dict[str, int], steps: int, device
         opt.zero_grad()
         loss.backward()
         opt.step()
-        losses.append(float(loss))
+        losses.append(loss.item())
     module.eval()
     if kind == "nemo_quality":
         from safetensors.torch import save_file
@@ -163,7 +164,7 @@ def build_nemo(texts: list[str], root: Path, size: str, device: str, init: float
     from transformers import AutoModel, DebertaV2Config
 
     ckpt, base = root / "nemo", root / "nemo_base"
-    base.mkdir(parents=True)
+    base.mkdir(parents=True, exist_ok=True)   # a second call on the same work folder builds it again
     tok = save_tokenizer(texts, ckpt, unigram=True)
     cfg = DebertaV2Config(vocab_size=128100, max_position_embeddings=512, relative_attention=True, position_buckets=256,
                           norm_rel_ebd="layer_norm", share_att_key=True, pos_att_type=["p2c", "c2p"], layer_norm_eps=1e-7,
@@ -435,8 +436,11 @@ def section_tokenize(texts: list[str], args, device: str) -> dict:
     return out
 
 
-def section_job(nemo: Path, args) -> dict:
-    """The zyda2 recipe end to end over a generated corpus, the DeBERTa-size model as its quality classifier."""
+def section_job(nemo: Path, args, save) -> dict:
+    """The zyda2 recipe end to end over a generated corpus, the DeBERTa-size model as its quality classifier, once
+    per --job-runs CPUS:SHARE (the cores it is pinned to, the model actors' num_gpus): a share below 1 puts more than
+    one model actor on the GPU, so one reads, tokenizes and writes its shard while another's batch runs. Saved after
+    every run, so a call cut short keeps the runs it finished."""
     from bench_scale import sampled
 
     from curate.sample import is_complete, make_sample
@@ -446,28 +450,37 @@ def section_job(nemo: Path, args) -> dict:
     if not is_complete(corpus):
         make_sample(corpus, docs=args.job_docs, seed=0)
     out = {"docs": args.job_docs, "generate_seconds": round(time.perf_counter() - t0, 1), "runs": {}}
-    for cpus in args.job_cpus:
-        run = Path(args.work) / f"job-{cpus}"
+    print(f"  generated {args.job_docs:,} documents in {out['generate_seconds']} s", flush=True)
+    model = "stages.quality_model.models.zyda2_quality"
+    for cpus, share in ((int(c), float(g)) for c, g in (r.split(":") for r in args.job_runs)):
+        name = f"{cpus} CPUs, num_gpus {share:g}"
+        run = Path(args.work) / f"job-{cpus}-{share:g}"
         subprocess.run(["rm", "-rf", str(run)], check=True)
-        model = "stages.quality_model.models.zyda2_quality"
         pin = ["taskset", "-c", f"0-{cpus - 1}"] if cpus < len(os.sched_getaffinity(0)) else []
         cmd = [*pin, sys.executable, "-m", "curate", "run", str(ROOT / "pipelines" / "zyda2.yaml"),
-               "--output", str(run), "--workers", str(cpus), "--set", f"{model}.path={nemo}", "--set", f"{model}.standin=null",
-               "--set", f"{model}.max_tokens=512"]
+               "--output", str(run), "--workers", str(cpus), "--set", f"{model}.path={nemo}",
+               "--set", f"{model}.standin=null", "--set", f"{model}.max_tokens=512",
+               "--set", f"{model}.resources.num_gpus={share:g}"]
         returncode, sampler, total = sampled(cmd, corpus, run / "summary.json")
         if returncode != 0:
-            out["runs"][cpus] = {"failed": "\n".join(sampler.lines[-15:])}
-            print(f"  {cpus} CPUs: FAILED\n" + out["runs"][cpus]["failed"], flush=True)
+            out["runs"][name] = {"failed": "\n".join(sampler.lines[-15:])}
+            print(f"  {name}: FAILED\n" + out["runs"][name]["failed"], flush=True)
             continue
         stages = {}
         for row in json.loads((run / "summary.json").read_text()):
             s = stages.setdefault(row["stage"], {"docs": 0, "seconds": row["wall_seconds"]})
             s["docs"] += row["in"]
+        for s in stages.values():
+            s["docs_per_s"] = round(s["docs"] / s["seconds"], 1) if s["seconds"] else None
         models = json.loads((run / "manifest.json").read_text()).get("models", {})
-        out["runs"][cpus] = {"seconds": round(total, 1), "docs_per_s": round(args.job_docs / total, 1),
-                             "driver_peak_mb": round(sampler.driver_peak), "worker_peak_mb": round(max(sampler.worker.values(), default=0)),
-                             "cpu_seconds": round(sum(sampler.cpu.values()), 1), "stages": stages, "models": models}
-        print(f"  {cpus} CPUs: " + json.dumps(out["runs"][cpus]), flush=True)
+        minhash = stages.get("minhash", {}).get("docs_per_s") or 0
+        out["runs"][name] = {
+            "seconds": round(total, 1), "docs_per_s": round(args.job_docs / total, 1),
+            "driver_peak_mb": round(sampler.driver_peak), "worker_peak_mb": round(max(sampler.worker.values(), default=0)),
+            "cpu_seconds": round(sum(sampler.cpu.values()), 1), "stages": stages, "models": models,
+            "minhash_docs_per_s": minhash, "minhash_vs_nemo_per_gpu": round(minhash / NEMO_MINHASH_PER_GPU, 3)}
+        print(f"  {name}: " + json.dumps(out["runs"][name]), flush=True)
+        save(out)
     return out
 
 
@@ -493,7 +506,9 @@ def main() -> int:
     ap.add_argument("--cpu-docs", type=int, default=256, help="documents for the CPU fp32 comparison")
     ap.add_argument("--tokenize-docs", type=int, default=200000)
     ap.add_argument("--job-docs", type=int, default=100000)
-    ap.add_argument("--job-cpus", type=int, nargs="*", default=[16])
+    ap.add_argument("--job-runs", nargs="*", default=["16:1"],
+                    help="one job run per CPUS:SHARE, in this order: the cores it is pinned to and the classifier's "
+                         "num_gpus per actor (16:0.25 = 16 cores, four actors sharing the GPU)")
     args = ap.parse_args()
 
     # transformers' pipeline sets TOKENIZERS_PARALLELISM=false for the rest of the process unless it is set: then
@@ -537,7 +552,7 @@ def main() -> int:
             elif name == "tokenize":
                 results[name] = section_tokenize(texts, args, device)
             elif name == "job":
-                results[name] = section_job(models["nemo_quality"], args)
+                results[name] = section_job(models["nemo_quality"], args, lambda part: (results.update(job=part), save()))
             else:
                 raise SystemExit(f"unknown section {name}")
         except Exception:  # noqa: BLE001 - one failed section must not lose the others' figures
