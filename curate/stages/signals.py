@@ -20,6 +20,7 @@ from curate.models.langid import identify
 from curate.stages.reads import file_identity
 from curate.stages.facets import WARM_TEXT, Facets, Kernel
 from curate.stages.registry import stage
+from curate.stages.resources import task_cores
 from curate.stages.shard import Output, ShardRef, ShardStage
 
 
@@ -154,7 +155,7 @@ class SignalsStage(ShardStage):
 
         urls = table.column("url").combine_chunks() if "url" in table.column_names else None
         texts = table.column("text").combine_chunks()
-        signals = compute_signals(texts, urls, ut1_domains=self.ut1, threads=1)
+        signals = compute_signals(texts, urls, ut1_domains=self.ut1, threads=task_cores())   # one on Ray, all cores inline
         if self.options["use_shipped"] and "quality_signals" in table.column_names:
             signals = self._prefer_shipped(signals, table.column("quality_signals").combine_chunks())
         columns = {"id": table.column("id")}
@@ -162,7 +163,7 @@ class SignalsStage(ShardStage):
         columns.update(self._configured(texts))
         columns.update(ccnet_columns(table, self.with_ccnet))
         if self.options["langid"]:
-            columns["lang"], columns["lang_score"] = identify(texts)
+            columns["lang"], columns["lang_score"] = identify(texts, threads=task_cores())
         if self.with_dt_words:
             from curate.signals import datatrove_word_stats
 

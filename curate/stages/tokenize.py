@@ -32,7 +32,7 @@ from curate.rundir import TokenizerRecord
 from curate.rundir.digests import text_digests
 from curate.stages.reads import tokenizer_identity
 from curate.stages.registry import stage
-from curate.stages.resources import RESOURCE_OPTIONS, Resources
+from curate.stages.resources import RESOURCE_OPTIONS, Resources, task_cores
 from curate.stages.shard import Output, ShardRef, ShardStage
 from curate.tokens import cache
 from curate.tokens.shard import encode_documents, to_arrow
@@ -61,10 +61,10 @@ class TokenizeStage(ShardStage):
     def reads(self, tasks, source):
         return {f"tokenizer {self.options['tokenizer']}": tokenizer_identity(self.options["tokenizer"])}
 
-    def load_tokenizer(self):
+    def load_tokenizer(self, threads: int = 1):
         from curate.tokens.tokenizer import load_tokenizer
 
-        return load_tokenizer(self.options["tokenizer"], backend=self.options["backend"], num_threads=1)
+        return load_tokenizer(self.options["tokenizer"], backend=self.options["backend"], num_threads=threads)
 
     def preflight(self) -> None:
         """An unknown tokenizer fails here, before any work, not after the stages before it ran."""
@@ -87,7 +87,9 @@ class TokenizeStage(ShardStage):
         super().execute(tasks, run_phase)
 
     def setup(self) -> None:
-        self.tokenizer = self.load_tokenizer()
+        """The tokenizer, on as many threads as a task may use: one on a Ray worker (one CPU each), the machine's
+        cores inline, where tasks run one after another."""
+        self.tokenizer = self.load_tokenizer(task_cores())
         self.cache_key = self.token_key()
 
     def token_key(self) -> str:

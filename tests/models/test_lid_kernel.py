@@ -58,6 +58,17 @@ def test_random_texts_from_many_scripts_equal_fasttext():
     assert_same_as_fasttext(texts)
 
 
+def test_rows_split_over_threads_give_the_same_results_in_order():
+    """A task that may use several cores (inline) splits the rows over threads; each row keeps its own result."""
+    rng = random.Random(11)
+    texts = EDGES + ["".join(rng.choice("abcdefgh éàü абвг 的一是 ") for _ in range(rng.randint(0, 300))) for _ in range(97)]
+    one = identify(pa.array(texts, pa.string()))
+    for threads in (2, 3, len(texts) + 5):
+        langs, scores = identify(pa.array(texts, pa.string()), threads=threads)
+        assert langs.equals(one[0])
+        assert np.array_equal(scores.to_numpy(zero_copy_only=False), one[1].to_numpy(zero_copy_only=False), equal_nan=True)
+
+
 def test_the_sample_corpus_equals_fasttext(tmp_path):
     make_sample(tmp_path, docs=3000, seed=3)  # its pages in many languages, boilerplate, spam, near-duplicates
     texts = [t for p in sorted(tmp_path.glob("*/data/**/*.parquet")) for t in pq.read_table(p, columns=["text"])["text"].to_pylist()]
