@@ -41,6 +41,10 @@ class GraphDir:
     def path(self, *parts: str) -> str:
         return fs.join(self.root, *parts)
 
+    def adjacency(self, p: int) -> str:
+        """Partition p's edges (both directions), gathered once by `init`."""
+        return self.path("adjacency", f"p={p:05d}{WORK}")
+
     def labels(self, rnd: int, p: int) -> dict[str, np.ndarray]:
         return read_columns(self.path("labels", f"r={rnd:03d}", f"p={p:05d}{WORK}"), ["node", "hi", "label_hi", "label_lo"],
                             {"node": U64, "hi": U64, "label_hi": U64, "label_lo": U64})
@@ -70,16 +74,21 @@ def write_edges(g: GraphDir, origin: str, u, v, hi_u, hi_v) -> None:
 
 
 def init(g: GraphDir, p: int) -> dict:
+    """The partition's first labels (each node its own), and its edges gathered into one file: every round's `send`
+    reads that one file, not the partition's batch of each of the P edge bundles (P^2 reads a round: at 100M
+    documents, 160,000 of the round's 320,000)."""
     cols = bundles.receive(g.path("nodes"), bundles.partition(p), ["node", "hi"], {"node": U64, "hi": U64})
     node, first = np.unique(cols["node"], return_index=True)
     hi = cols["hi"][first]
     write_columns(g.path("labels", "r=000", f"p={p:05d}{WORK}"), node=node, hi=hi, label_hi=hi, label_lo=node)
+    edges = bundles.receive(g.path("edges"), bundles.partition(p), ["u", "v"], {"u": U64, "v": U64})
+    write_columns(g.adjacency(p), u=edges["u"], v=edges["v"])
     return {"in": len(node)}
 
 
 def send(g: GraphDir, rnd: int, p: int) -> dict:
     lab = g.labels(rnd, p)
-    edges = bundles.receive(g.path("edges"), bundles.partition(p), ["u", "v"], {"u": U64, "v": U64})
+    edges = read_columns(g.adjacency(p), ["u", "v"], {"u": U64, "v": U64})
     target, hi, lo = components.send(edges["u"], edges["v"], lab["node"], lab["label_hi"], lab["label_lo"])
     bundles.send(g.path("messages", f"r={rnd:03d}"), bundles.partition(p),
                  split(partition_of(target, g.partitions), g.partitions, target=target, hi=hi, lo=lo), bundles.partition)

@@ -179,12 +179,13 @@ class ClusterStage(ShardStage):
     FACETS = ClusterFacets
     REASON = ""
     GLOBAL = True                   # a cluster spans sources; who is kept follows the priority
-    VERSION = 4                     # 2: the graph's work files are Arrow IPC (`layout.WORK`); 3: what a partition sends
+    VERSION = 5                     # 2: the graph's work files are Arrow IPC (`layout.WORK`); 3: what a partition sends
                                     # to docs shards is one bundle per task (`curate.dedup.bundles`): a run killed before
                                     # labels its graph again rather than resume over files it cannot see; 4: `resolve`
                                     # sends one bundle per docs shard, and members name their representative; edges,
                                     # nodes and label messages are bundles too (one file per sending task, not P^2);
                                     # cluster numbers hash where the first document lives (`cluster_ids`), not its node
+                                    # 5: `init` gathers a partition's edges into one file that every round reads
     PIPELINE_READS = ("priority",)
 
     def owned_paths(self) -> list[str]:
