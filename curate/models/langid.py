@@ -14,6 +14,7 @@ from pathlib import Path
 import numpy as np
 import pyarrow as pa
 
+from curate.common.threads import map_in_order, shares
 from curate.errors import CurateError
 from curate.io.strings import string_spans
 from curate.models.ftz import LOSS_HS, hs_tree, read_model
@@ -76,16 +77,9 @@ def identify(texts: pa.Array, threads: int = 1) -> tuple[pa.Array, pa.Array]:
     model = _compiled()
     # no copy of the texts: the kernel reads a newline as the space fastText would see, and a null as empty
     data, starts, ends, _ = string_spans(texts, "language id")
-    if threads > 1 and len(starts) > 1:
-        from concurrent.futures import ThreadPoolExecutor
-
-        cuts = np.linspace(0, len(starts), min(threads, len(starts)) + 1).astype(np.int64)
-        with ThreadPoolExecutor(len(cuts) - 1) as pool:
-            parts = list(pool.map(lambda ab: predict_top(data, starts[ab[0]:ab[1]], ends[ab[0]:ab[1]], *model.args),
-                                  zip(cuts[:-1], cuts[1:])))
-        top, probs = np.concatenate([t for t, _ in parts]), np.concatenate([q for _, q in parts])
-    else:
-        top, probs = predict_top(data, starts, ends, *model.args)
+    parts = map_in_order(lambda r: predict_top(data, starts[r[0]:r[1]], ends[r[0]:r[1]], *model.args),
+                         shares(len(starts), threads), threads)
+    top, probs = np.concatenate([t for t, _ in parts]), np.concatenate([q for _, q in parts])   # shares: one range at least
     names = np.array(model.labels + [None], dtype=object)
     langs = pa.array(names[top], pa.string())  # -1 (nothing to predict from) is the None at the end
     scores = np.where(top >= 0, np.round(probs.astype(np.float64), 8), np.nan)

@@ -15,12 +15,12 @@ import re
 import string
 import unicodedata
 from collections.abc import Mapping
-from concurrent.futures import ThreadPoolExecutor
 from urllib.parse import urlsplit
 
 import numpy as np
 import pyarrow as pa
 
+from curate.common.threads import map_in_order, shares
 from curate.io.strings import string_spans
 
 from . import raw_kernel, words_kernel
@@ -81,11 +81,7 @@ def compute_signals(
 
     get_tables()  # build once here rather than racing in the threads
     parts = [texts.slice(a, b - a) for a, b in _plan(texts, threads)]
-    if threads <= 1 or len(parts) == 1:
-        tables = [_compute(part, sw, ph) for part in parts]
-    else:
-        with ThreadPoolExecutor(threads) as pool:
-            tables = list(pool.map(lambda part: _compute(part, sw, ph), parts))
+    tables = map_in_order(lambda part: _compute(part, sw, ph), parts, threads)
     table = pa.concat_tables(tables).combine_chunks()
     if ut1_domains is not None:
         table = _add_ut1(table, urls, ut1_domains)
@@ -103,8 +99,7 @@ def _plan(texts: pa.Array, threads: int) -> list[tuple[int, int]]:
     _, starts, ends, _ = string_spans(texts, "signals")
     sizes = np.concatenate(([0], np.cumsum(ends - starts)))
     out = []
-    shares = np.linspace(0, n, max(1, min(threads, n)) + 1).astype(np.int64)
-    for a, b in zip(shares[:-1], shares[1:]):
+    for a, b in shares(n, threads):
         while True:
             cut = int(np.searchsorted(sizes, sizes[a] + MAX_PART_BYTES, side="right")) - 1
             cut = min(b, max(cut, a + 1))

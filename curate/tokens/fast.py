@@ -7,10 +7,9 @@ the first real batch; any mismatch switches back to HF for good.
 
 from __future__ import annotations
 
-from concurrent.futures import ThreadPoolExecutor
-
 import numpy as np
 
+from curate.common.threads import map_in_order
 from curate.io.process import usable_cores
 
 from .batch import Tokens, clean_text
@@ -55,8 +54,7 @@ class TiktokenGPT2:
         # contiguous slices (a few per thread for balance) keep per-document overhead out of the pool
         step = max(1, -(-n // (4 * self.num_threads)))
         slices = [texts[i : i + step] for i in range(0, n, step)]
-        with ThreadPoolExecutor(self.num_threads) as pool:
-            arrays = [a for part in pool.map(self._encode_many, slices) for a in part]
+        arrays = [a for part in map_in_order(self._encode_many, slices, self.num_threads) for a in part]
         return Tokens.from_arrays(arrays)
 
 
