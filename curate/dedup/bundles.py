@@ -24,6 +24,10 @@ import pyarrow as pa
 from curate.dedup.layout import IPC, WORK, tag_of
 from curate.io import fs
 
+PLAIN = pa.ipc.IpcWriteOptions()   # no compression: see `send`
+SMALL_BATCH = 1024     # rows a batch, on average, under which a bundle is written uncompressed
+SMALL_FILE = 1 << 20   # bytes under which a bundle is read into memory, not mapped (no file stays open for it)
+
 SHARDS = b"shards"   # schema metadata: the receiving shards' tags, in batch order
 
 
@@ -42,8 +46,12 @@ def send(folder: str, origin: str, parts: Iterable[tuple[int, dict[str, np.ndarr
         return
     # record batches straight to the writer: at 100M documents a task sends to 400 partitions a round, and a table
     # per part, its metadata replaced, cost 2.6x the batch itself (~0.4 against ~0.16 ms a part)
+    # a bundle of small batches (a docs shard's few members, at 1M documents ~10 rows) goes uncompressed: lz4 makes each
+    # buffer of each batch a frame to undo (~75 us a batch against ~18 read in place) and saves nothing at that size
+    rows = sum(len(arrays[0]) for arrays in batches)
     schema = pa.schema(fields, metadata={SHARDS: json.dumps(tags).encode()})
-    with fs.AtomicWriter(path) as handle, pa.ipc.new_file(handle, schema, options=IPC) as writer:
+    options = PLAIN if rows < SMALL_BATCH * len(batches) else IPC
+    with fs.AtomicWriter(path) as handle, pa.ipc.new_file(handle, schema, options=options) as writer:
         for arrays in batches:
             writer.write_batch(pa.RecordBatch.from_arrays(arrays, schema=schema))
 
@@ -58,9 +66,10 @@ def _bundles(folder: str) -> list[str]:
 
 
 def _open(path: str):
-    """(the bundle's reader, {tag: batch}); local files are memory-mapped, remote ones read at offsets. Every shard task
-    of a phase opens the same few partition bundles, and a few of the many shard bundles: a process keeps the ones it
-    used last (at most `_KEEP`, and `_KEEP_BYTES` of them), by name, size and time written."""
+    """(the bundle's reader, {tag: batch}); local files are memory-mapped (read whole under `SMALL_FILE`: no file
+    stays open), remote ones read at offsets. Every shard task of a phase opens the same few partition bundles, and a
+    few of the many shard bundles: a process keeps the ones it used last (at most `_KEEP`, and `_KEEP_BYTES` of them),
+    by name, size and time written."""
     store, stripped = fs.filesystem(path)
     if not fs.is_local(store):
         reader = pa.ipc.open_file(fs.open_input(path))
@@ -72,7 +81,11 @@ def _open(path: str):
         if key in _opened:   # least recently used first: a partition's bundle, read by every shard, stays
             _opened[key] = _opened.pop(key)
         else:
-            reader = pa.ipc.open_file(pa.memory_map(stripped))
+            if st.st_size < SMALL_FILE:
+                with open(stripped, "rb") as handle:
+                    reader = pa.ipc.open_file(pa.py_buffer(handle.read()))
+            else:
+                reader = pa.ipc.open_file(pa.memory_map(stripped))
             _opened[key] = (reader, _index(reader))
             _opened_bytes += st.st_size
             while len(_opened) > 1 and (len(_opened) > _KEEP or _opened_bytes > _KEEP_BYTES):
@@ -85,7 +98,7 @@ def _index(reader) -> dict[str, int]:
     return {tag: i for i, tag in enumerate(json.loads(reader.schema.metadata[SHARDS]))}
 
 
-_KEEP = 256
+_KEEP = 4096          # (the byte cap keeps the mapped ones, each an open file, to 64 or fewer)
 _KEEP_BYTES = 64 << 20    # what a kept bundle's pages add to a task's resident memory, at most: the label rounds read a
                           # partition's messages from every bundle of the round, and keeping them all held every round's
                           # messages (10M documents: a task's peak 596 MiB, against 260 with a file per message)
