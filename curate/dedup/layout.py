@@ -16,8 +16,10 @@ from curate.io.parquet import read_file, write_table
 WORK = ".arrow"
 """The graph phases' work files (`GraphDir`): Arrow IPC with lz4 buffers, not Parquet. A 1M-document dedup wrote and
 read ~30,000 small files a run (~14,000 since `bundles`); a small Parquet file costs ~0.8 ms to write and ~0.5 ms to read, an IPC file ~0.15
-and ~0.1 (a profile of a 1M append put 50 of dedup's 85 seconds in Parquet's per-file costs). Files that outlive a
-run (band keys, signatures, the caches) and the gathered signatures (read in batches) stay Parquet."""
+and ~0.1 (a profile of a 1M append put 50 of dedup's 85 seconds in Parquet's per-file costs). The minhash step's band
+keys and signatures are IPC too (a shard's signatures: 2.9 ms to read as Parquet, 0.35 as IPC; an append's dedup
+reads those of every shard holding a member of a component it settles again, and every shard's band keys). The
+caches and the gathered signatures (read in batches) stay Parquet."""
 IPC = pa.ipc.IpcWriteOptions(compression="lz4")
 
 DOCS_PER_PARTITION = 250_000
@@ -48,18 +50,18 @@ def shard_numbers(shards: list[tuple[str, str]], priority: list[str]) -> dict[tu
 
 def read_bands(bands: str, p: int, numbers: dict[tuple[str, str], tuple[int, int]] | None) -> dict[str, np.ndarray]:
     """Partition `p`'s band rows (band, key, node, hi). With `numbers`, files are a minhash step's, one per docs shard
-    (`p=<p>/<source>/<shard>.parquet`: rows and ranks within the source), numbered here: node from the shard's
+    (`p=<p>/<source>/<shard>.arrow`: rows and ranks within the source), numbered here: node from the shard's
     (priority, index) and row, hi from the priority and the rank. Files of shards the run no longer has are skipped."""
     dtypes = {"band": np.uint16, "key": np.uint64, "node": np.uint64, "hi": np.uint64}
     if numbers is None:   # exact_dedup's keys: written with their node numbers
         return read_columns(fs.join(bands, f"p={p:05d}", "*.parquet"), ["band", "key", "node", "hi"], dtypes)
     parts: dict[str, list] = {n: [] for n in dtypes}
-    for path in sorted(fs.glob(fs.join(bands, f"p={p:05d}", "*", "*.parquet"))):
+    for path in sorted(fs.glob(fs.join(bands, f"p={p:05d}", "*", f"*{WORK}"))):
         source, name = path.rstrip("/").rsplit("/", 2)[-2:]
-        at = numbers.get((source, name.removesuffix(".parquet")))
+        at = numbers.get((source, name.removesuffix(WORK)))
         if at is None:
             continue
-        table = read_file(path, ["band", "key", "row", "tie"])
+        table = read_frame(path, ["band", "key", "row", "tie"])
         parts["band"].append(table.column("band").to_numpy())
         parts["key"].append(table.column("key").to_numpy())
         parts["node"].append(nodes.pack(at[0], at[1], table.column("row").to_numpy()))
@@ -70,10 +72,10 @@ def read_bands(bands: str, p: int, numbers: dict[tuple[str, str], tuple[int, int
 def repartition(bands: str, old: int, partitions: int, source: str, shard: str) -> dict:
     """Split one docs shard's band rows again, from `bands/n=<old>/` into `bands/n=<partitions>/`: the rows are the
     same whatever the count, so an append that changes it moves them instead of computing the signatures again."""
-    files = fs.glob(fs.join(bands, f"n={old}", "p=*", source, f"{shard}.parquet"))
+    files = fs.glob(fs.join(bands, f"n={old}", "p=*", source, f"{shard}{WORK}"))
     cols = read_columns_of(files, ["band", "key", "row", "tie"], {"band": np.uint16, "key": np.uint64, "row": np.uint64, "tie": np.uint64})
     for p, part in split(partition_of(cols["key"], partitions), partitions, **cols):
-        write_columns(fs.join(bands, f"n={partitions}", f"p={p:05d}", source, f"{shard}.parquet"), **part)
+        write_columns(fs.join(bands, f"n={partitions}", f"p={p:05d}", source, f"{shard}{WORK}"), **part)
     return {"in": len(cols["key"])}
 
 

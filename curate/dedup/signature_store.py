@@ -1,6 +1,6 @@
 """The minhash stage's per-shard outputs: band rows by hash partition of key, and the shard's signatures.
 
-The signatures (`<source>/<shard>.parquet`: row, length in characters, sig as fixed_size_list<uint32>) are
+The signatures (`<source>/<shard>.arrow`: row, length in characters, sig as fixed_size_list<uint32>) are
 kept so that a sound dedup can check each cluster member against its representative from the
 signatures it already has (the fraction of equal slots estimates the Jaccard), without re-reading text.
 
@@ -16,9 +16,8 @@ from typing import Callable
 import numpy as np
 import pyarrow as pa
 
-from curate.dedup.layout import PartitionedSink
+from curate.dedup.layout import WORK, PartitionedSink, read_frame, write_frame
 from curate.io import fs
-from curate.io.parquet import read_table, write_table
 
 
 def fixed_lists(matrix: np.ndarray) -> pa.FixedSizeListArray:
@@ -56,15 +55,18 @@ class MinhashSink:
         self.bands.__exit__(exc_type, exc, tb)
         if exc_type is None and self.parts:
             table = pa.concat_tables(self.parts).combine_chunks()
-            write_table(self.signatures_path, table.take(pa.array(np.argsort(table.column("row").to_numpy(), kind="stable"))),
-                        compression="lz4")
+            write_frame(self.signatures_path, table.take(pa.array(np.argsort(table.column("row").to_numpy(), kind="stable"))))
         return False
+
+
+def signatures_path(root: str, source: str, shard: str) -> str:
+    """A docs shard's signature file under the minhash step's `signatures` folder."""
+    return fs.join(root, source, f"{shard}{WORK}")
 
 
 def read_signatures(path: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(row sorted, length, sig matrix) of one shard's signature file; empty arrays when it has none."""
     if not fs.exists(path):
         return np.empty(0, np.uint64), np.empty(0, np.int64), np.empty((0, 0), np.uint32)
-    with fs.open_input(path) as handle:
-        t = read_table(handle)
+    t = read_frame(path)
     return t.column("row").to_numpy(), t.column("length").to_numpy(), signature_matrix(t.column("sig"))

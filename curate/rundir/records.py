@@ -29,7 +29,7 @@ class MinhashRecord(Record):
     partitions: int
     shingling: dict     # curate.dedup.shingles.Shingling fields
     tie_break: str
-    signatures: str = ""  # RUN/_work/<minhash>/signatures: s=<shard tag>.parquet rows (node, length, sig)
+    signatures: str = ""  # RUN/_work/<minhash>/signatures: <source>/<shard>.arrow rows (row, length, sig)
 
 
 @dataclass(frozen=True)

@@ -1,9 +1,10 @@
 """The minhash stage: signatures and LSH band keys per docs shard, written by hash partition of key.
 
-Output: `RUN/_work/<stage>/bands/n=<partitions>/p=<partition>/<source>/<shard>.parquet` rows (band, key, row,
-tie) for a dedup step, where `row` says which document of the docs shard and `tie` ranks it within its source (`tie_break`), and
-`signatures/<source>/<shard>.parquet`. Nothing in them depends on another shard or on the priority (the dedup
-step numbers the nodes, `curate.dedup.layout.read_bands`), so an append computes only new or changed shards
+Output: `RUN/_work/<stage>/bands/n=<partitions>/p=<partition>/<source>/<shard>.arrow` rows (band, key, row,
+tie) for a dedup step, where `row` says which document of the docs shard and `tie` ranks it within its source
+(`tie_break`), and `signatures/<source>/<shard>.arrow` (Arrow IPC work files, `curate.dedup.layout.WORK`). Nothing
+in them depends on another shard or on the priority (the dedup step numbers the nodes,
+`curate.dedup.layout.read_bands`), so an append computes only new or changed shards
 (`[minhash] 11 of 12 shards reused, 1 new`); when the partition count changes (one per 250,000 documents by
 default) the kept shards' band rows are split again (`bands/n=<partitions>/`), never recomputed. It publishes
 where the band keys are, how many partitions and how documents were shingled. Before running it prints the
@@ -22,9 +23,9 @@ import pyarrow.compute as pc
 from curate.common.schema import SEED_MAX, Field
 from curate.dedup import nodes
 from curate.dedup.bands import choose_bands, format_s_curve
-from curate.dedup.layout import partitions_kept, repartition
+from curate.dedup.layout import WORK, partitions_kept, repartition
 from curate.dedup.presets import PRESETS, get_preset
-from curate.dedup.signature_store import MinhashSink, fixed_lists
+from curate.dedup.signature_store import MinhashSink, fixed_lists, signatures_path
 from curate.dedup.signatures import MinHasher
 from curate.dedup.spec import MinHashSpec
 from curate.errors import ConfigError
@@ -70,7 +71,8 @@ class MinhashFacets(Facets):
 @stage("minhash")
 class MinhashStage(ShardStage):
     PRODUCES = ("minhash",)
-    VERSION = 2                     # 2: files per docs shard, without node numbers (reusable by an append)
+    VERSION = 3                     # 2: files per docs shard, without node numbers (reusable by an append)
+                                    # 3: band keys and signatures in Arrow IPC (`layout.WORK`), not Parquet
     ROW_NUMBERS = True
     CONCURRENT = True
     FACETS = MinhashFacets
@@ -143,9 +145,9 @@ class MinhashStage(ShardStage):
         documents) are split again, not computed again; then the other counts' folders go."""
         root = self.run.work(self.name, "bands")
         held: dict[tuple[str, str], set[int]] = {}
-        for path in fs.glob(fs.join(root, "n=*", "p=*", "*", "*.parquet")):
+        for path in fs.glob(fs.join(root, "n=*", "p=*", "*", f"*{WORK}")):
             n, _, source, name = path.rstrip("/").rsplit("/", 4)[-4:]
-            held.setdefault((source, name.removesuffix(".parquet")), set()).add(int(n[2:]))
+            held.setdefault((source, name.removesuffix(WORK)), set()).add(int(n[2:]))
         moves, done = [], fs.files_under(self.run.state(self.name, ACCOUNTING))
         for t in tasks:
             other = held.get((t.payload.source, t.payload.shard), set()) - {partitions}
@@ -181,9 +183,9 @@ class MinhashStage(ShardStage):
         self.partitions, self.bands = record.partitions, record.bands
 
     def sink(self, shard: ShardRef) -> MinhashSink:
-        name = f"{shard.shard}.parquet"
+        name = f"{shard.shard}{WORK}"
         return MinhashSink(lambda p: fs.join(self.bands, f"p={p:05d}", shard.source, name), self.partitions,
-                           self.run.work(self.name, "signatures", shard.source, name))
+                           signatures_path(self.run.work(self.name, "signatures"), shard.source, shard.shard))
 
     def process(self, table: pa.Table, shard: ShardRef) -> Output | None:
         if not table.num_rows:

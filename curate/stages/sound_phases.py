@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 
 from curate.dedup import exact_cache, frozen, graph, nodes, settled, sound
 from curate.dedup.layout import WORK
+from curate.dedup.signature_store import signatures_path
 from curate.io import fs
 from curate.rundir import RunDir
 from curate.rundir.digests import text_digests
@@ -67,7 +68,7 @@ def shard_ids(run: RunDir, jobs: list[ShardJob], shingling: dict) -> dict[int, i
 
 
 def gather(run: RunDir, g: graph.GraphDir, s: sound.Sound, by_id: bool, job: ShardJob) -> dict:
-    signatures = fs.join(s.signatures, job.source, f"{job.shard}.parquet")
+    signatures = signatures_path(s.signatures, job.source, job.shard)
     if s.frozen is not None:  # which members are frozen: their ids against the same-named shard of the frozen kept/
         kept = fs.join(frozen.frozen_root(s.frozen), "kept", job.source, f"{job.shard}.parquet")
         return column(run, "id", lambda tag, ids: sound.gather(g, s, signatures, tag, ids if by_id else None,

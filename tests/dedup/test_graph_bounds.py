@@ -96,7 +96,7 @@ def test_components_over_many_partitions_equal_a_plain_union_find(tmp_path):
     keys[shared] = (cluster[:, None] * bands + np.arange(bands)[None, :])[shared].astype(np.uint64)
     row = np.arange(docs, dtype=np.uint64)
     root = tmp_path / "bands"
-    with PartitionedSink(lambda p: str(root / f"p={p:05d}" / "src" / "s0.parquet"), partitions, "key") as sink:
+    with PartitionedSink(lambda p: str(root / f"p={p:05d}" / "src" / f"s0{WORK}"), partitions, "key") as sink:
         sink.write(pa.table({"band": np.tile(np.arange(bands, dtype=np.uint16), docs), "key": keys.reshape(-1),
                              "row": np.repeat(row, bands), "tie": np.repeat(row, bands)}))
     g = GraphDir(str(tmp_path / "graph"), partitions)
