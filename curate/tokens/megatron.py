@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..io.fs import AtomicWriter, filesystem, write_bytes
+from ..io.fs import AtomicWriter, copy_stream, filesystem, open_input, write_bytes
 from .batch import Tokens
 from .docmap import Located
 from .formats import TokenFormat, token_format
@@ -68,6 +68,20 @@ class MegatronWriter:
         self._lengths.append(lengths.astype(np.int32))
         self._doc_sizes.append(doc_sizes)
         self._tokens += len(ids)
+
+    def add_shard(self, prefix: str) -> None:
+        """Another `.bin/.idx` pair of this dtype, whole: its ids are copied as bytes (checked when that pair was
+        written), its sequences and documents appended to this index. Merging a source's shards reads no ids."""
+        index = read_index(prefix)
+        if index.dtype is not self.dtype:
+            raise ValueError(f"{prefix}.idx holds {np.dtype(index.dtype)}, this file {np.dtype(self.dtype)}")
+        with open_input(prefix + ".bin") as src:
+            copied = copy_stream(src, self._bin)
+        if copied != int(index.lengths.astype(np.int64).sum()) * np.dtype(self.dtype).itemsize:
+            raise ValueError(f"{prefix}.bin holds {copied} bytes, not the {int(index.lengths.sum())} ids its index says")
+        self._lengths.append(index.lengths.astype(np.int32))
+        self._doc_sizes.append(np.diff(index.document_indices))
+        self._tokens += copied // np.dtype(self.dtype).itemsize
 
     def add_documents(self, tokens: Tokens) -> None:
         """Unpacked: one sequence per document (Megatron's GPTDataset concatenates them itself)."""
@@ -147,6 +161,15 @@ class MegatronIndex:
 
 
 def read_megatron(prefix: str) -> MegatronIndex:
+    index = read_index(prefix)
+    fs, path = filesystem(prefix + ".bin")
+    with fs.open(path, "rb") as f:
+        index.tokens = np.frombuffer(f.read(), np.dtype(index.dtype).newbyteorder("<"))
+    return index
+
+
+def read_index(prefix: str) -> MegatronIndex:
+    """`prefix.idx` alone (its `tokens` empty)."""
     fs, path = filesystem(prefix + ".idx")
     with fs.open(path, "rb") as f:
         raw = f.read()
@@ -161,10 +184,7 @@ def read_megatron(prefix: str) -> MegatronIndex:
     pointers = np.frombuffer(raw, "<i8", n, 34 + 4 * n)
     docs = np.frombuffer(raw, "<i8", d, 34 + 12 * n)
     dtype = CODE_DTYPES[code]
-    fs, path = filesystem(prefix + ".bin")
-    with fs.open(path, "rb") as f:
-        tokens = np.frombuffer(f.read(), np.dtype(dtype).newbyteorder("<"))
-    return MegatronIndex(dtype, lengths, pointers, docs, tokens)
+    return MegatronIndex(dtype, lengths, pointers, docs, np.empty(0, dtype))
 
 
 @token_format
@@ -198,5 +218,4 @@ class Megatron(TokenFormat):
     def merge(self, prefix: str, parts: list[str], *, vocab_size: int, tokenizer_name: str) -> None:
         with MegatronWriter(prefix, vocab_size=vocab_size) as writer:
             for part in parts:
-                index = read_megatron(part)
-                writer.add(index.tokens, index.lengths, np.diff(index.document_indices))
+                writer.add_shard(part)

@@ -18,6 +18,7 @@ from curate.tokens import (
     pack_documents, read_megatron, write_shard,
 )
 from curate.tokens.binpack import best_fit_decreasing
+from curate.tokens.formats import get as token_format
 from curate.tokens.pack import plan_concat
 
 DOLMA = sorted((Path(__file__).resolve().parents[3] / "shared" / "data" / "dolma" / "formats").glob("*.jsonl.gz"))
@@ -328,6 +329,29 @@ def test_megatron_abort_leaves_nothing(tmp_path):
 def megatron_core():
     pytest.importorskip("torch")
     return pytest.importorskip("megatron.core.datasets.indexed_dataset")
+
+
+def test_megatron_merge_copies_shards_byte_for_byte(tmp_path):
+    """Merging shards copies their ids as bytes: the result is the file one writer makes from all of them at once."""
+    rng = np.random.default_rng(3)
+    shards = []
+    for i in range(3):
+        lengths = rng.integers(1, 40, 25 + i)
+        cuts = np.sort(rng.choice(np.arange(1, len(lengths)), 4, replace=False))   # five documents of sequences
+        shards.append((rng.integers(0, 50257, int(lengths.sum())).astype(np.uint16), lengths, np.diff(np.r_[0, cuts, len(lengths)])))
+        with MegatronWriter(str(tmp_path / f"s{i}"), vocab_size=50257) as w:
+            w.add(*shards[-1])
+    with MegatronWriter(str(tmp_path / "one"), vocab_size=50257) as w:
+        for shard in shards:
+            w.add(*shard)
+    token_format("megatron").merge(str(tmp_path / "merged"), [str(tmp_path / f"s{i}") for i in range(3)], vocab_size=50257,
+                                   tokenizer_name="gpt2")
+    for suffix in (".bin", ".idx"):
+        assert (tmp_path / f"merged{suffix}").read_bytes() == (tmp_path / f"one{suffix}").read_bytes()
+    with MegatronWriter(str(tmp_path / "wide"), dtype=np.int32) as w:
+        w.add(np.arange(4, dtype=np.int32), [4])
+    with pytest.raises(ValueError, match="holds int32"), MegatronWriter(str(tmp_path / "bad"), vocab_size=50257) as w:
+        w.add_shard(str(tmp_path / "wide"))
 
 
 def test_megatron_unpacked_read_by_megatron_core(tmp_path, gpt2, megatron_core):
