@@ -2,9 +2,9 @@
 
 A shard's measurement (characters, a tokenized sample, with rehydration its weights) follows from what the
 shard's `live_batches` read and the tokenizer: its docs file, the ids earlier steps removed from it, the edits
-of the steps that edit text, the batch size (the sample is the first batch's first documents), the rehydration
-table and the dedup clusters it weighs by. Mix plans across sources (`GLOBAL`), so any change anywhere re-plans
-it; the plan is cheap, measuring is not (it reads every shard's text and tokenizes a sample of each). The
+of the steps that edit text, the batch size (the sample is the first batch's first documents, `mix.SAMPLE_CHARS` of
+text), the rehydration table and the dedup clusters it weighs by. Mix plans across sources (`GLOBAL`), so any change
+anywhere re-plans it; the plan is cheap, measuring is not (it reads every shard's text and tokenizes a sample of each). The
 measurements live in `_work/<mix>/measured.json` as {source/shard: {key, stats}}, only those of the current shards.
 """
 
@@ -17,7 +17,7 @@ from curate.config.pipeline import canonical_json
 from curate.rundir.digests import file_digest, removed_digest, text_digests
 
 log = logging.getLogger("curate")
-VERSION = 1   # bump when `measure` computes something else from the same inputs
+VERSION = 2   # bump when `measure` computes something else from the same inputs (2: a sample of SAMPLE_CHARS characters)
 STATS = ("source", "in", "docs", "chars", "sample_chars", "sample_tokens", "weighted_chars", "by_weight")
 
 

@@ -36,7 +36,9 @@ from curate.tokens.mixture import ALLOW_EPOCHS, copies, doc_copies, plan_mixture
 __all__ = ["MixStage", "copies", "plan_mixture", "uniform"]
 
 log = logging.getLogger("curate")
-SAMPLE_DOCS = 256
+SAMPLE_CHARS = 1 << 17   # a shard's tokens per character: its first documents up to this many characters, tokenized
+                         # (~50 web pages; a source's ratio pools every shard's sample. 256 documents was 28% of the
+                         # sample corpus's small shards, and the mix step cost two thirds of the tokenize step)
 TOKENS_MAX = 1e16     # tokens: far past any training run, short of where float64 counts stop being exact
 EPOCHS_MAX = 10_000.0
 
@@ -96,6 +98,7 @@ class MixStage(ShardStage):
     }
     MODES = ("weights", "tokens", "epochs", "maximize")
     GLOBAL = True                  # the plan weighs every source against the others
+    CONCURRENT = True              # inline, shards on threads: each measures with a one-thread tokenizer
     PIPELINE_READS = ("priority",)
 
     def reads(self, tasks, source):
@@ -162,7 +165,7 @@ class MixStage(ShardStage):
         measure = functools.partial(self.measure, identity)
         stats = measured.stored(self, tasks) if self.holds else None   # a no-op re-run: no shard is hashed or measured
         if stats is None:
-            stats = measured.reuse(self, tasks, identity[1], lambda todo: run_phase(Phase("measure", todo, measure)))
+            stats = measured.reuse(self, tasks, identity[1], lambda todo: run_phase(Phase("measure", todo, measure, concurrent=True)))
         available = {}
         for source in self.pipeline.priority:  # a source without shards has no tokens: a share of it cannot be met
             mine = [m for m in stats if m["source"] == source]
@@ -203,7 +206,8 @@ class MixStage(ShardStage):
                 for value, n in zip(*np.unique(w, return_counts=True)):
                     by_weight[f"{value:g}"] = by_weight.get(f"{value:g}", 0) + int(n)
             if sample_chars == 0 and table.num_rows:
-                sample = text.slice(0, SAMPLE_DOCS).combine_chunks()
+                upto = np.cumsum(pc.utf8_length(text).to_numpy(zero_copy_only=False))
+                sample = text.slice(0, int(np.searchsorted(upto, SAMPLE_CHARS)) + 1).combine_chunks()
                 sample_tokens = int(cached_tokenizer(*spec).encode_batch(sample).num_tokens) + len(sample)  # + one EOS each
                 sample_chars = pc.sum(pc.utf8_length(sample)).as_py() or 0
         return {"in": docs, "docs": docs, "chars": chars, "sample_chars": sample_chars, "sample_tokens": sample_tokens,

@@ -28,9 +28,9 @@ ALLOW_EPOCHS = 16.0  # past here more repetition adds almost nothing: an error u
 
 def uniform(seed: int, source: str, ids: list[str]) -> np.ndarray:
     """A stable number in [0, 1) per document id."""
-    prefix = f"{seed}\x00{source}\x00".encode()
-    return np.array([int.from_bytes(hashlib.blake2b(prefix + i.encode(), digest_size=8).digest(), "little") / 2**64
-                     for i in ids])
+    prefix, b2 = f"{seed}\x00{source}\x00".encode(), hashlib.blake2b
+    digests = b"".join([b2(prefix + i.encode(), digest_size=8).digest() for i in ids])   # one bytes object, read by numpy
+    return np.frombuffer(digests, "<u8").astype(np.float64) / 2.0**64
 
 
 def copies(epochs, u: np.ndarray) -> np.ndarray:

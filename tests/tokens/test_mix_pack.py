@@ -1,5 +1,6 @@
 """mix -> tokenize -> pack end to end: the plan, whole-document repetition, and megatron-core reading our files."""
 
+import hashlib
 import json
 from collections import Counter
 
@@ -31,6 +32,8 @@ def test_copies_are_deterministic_and_match_epochs_on_average():
     ids = [f"doc{i}" for i in range(20000)]
     u = uniform(7, "s", ids)
     assert np.array_equal(u, uniform(7, "s", ids)) and not np.array_equal(u, uniform(8, "s", ids))
+    # what a published mixture was sampled by: blake2b-64 of (seed, source, id) over 2**64, never another hash
+    assert u[123] == int.from_bytes(hashlib.blake2b(b"7\x00s\x00doc123", digest_size=8).digest(), "little") / 2**64
     assert copies(2.0, u).tolist() == [2] * len(ids)
     assert abs(copies(0.25, u).mean() - 0.25) < 0.01
     assert abs(copies(1.5, u).mean() - 1.5) < 0.01
