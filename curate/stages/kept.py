@@ -17,6 +17,7 @@ class KeptStage(ShardStage):
     """Added by the runner after the last step (before a final one such as `manifest`); not a `use:`."""
 
     TABLES = ("kept",)
+    CONCURRENT = True
 
     def reads(self, tasks, source):
         """The shared schema: every kept file has every source's columns, so a new column anywhere rewrites them all."""

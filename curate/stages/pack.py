@@ -99,10 +99,10 @@ class PackStage(Stage):
     def execute(self, tasks: list[Task[ShardRef]], run_phase) -> None:
         tok = self.run.record(self.upstream["tokens"], TokenizerRecord)
         plan = self.run.record(self.upstream["mix"], MixRecord).plan if "mix" in self.upstream else None
-        packed = run_phase(Phase(ACCOUNTING, tasks, partial(self.pack, tok, plan), accounts=True))
+        packed = run_phase(Phase(ACCOUNTING, tasks, partial(self.pack, tok, plan), accounts=True, concurrent=True))
         sources = [s for s in self.pipeline.priority if any(t.source == s for t in tasks)]
         merge = [Task(s, f"source '{s}'", s) for s in sources]
-        run_phase(Phase("merge", merge, partial(self.merge, tok, [(t.source, t.shard) for t in tasks])))
+        run_phase(Phase("merge", merge, partial(self.merge, tok, [(t.source, t.shard) for t in tasks]), concurrent=True))
         outputs = {}
         for source in sources:
             mine = [m for m in packed if m["source"] == source]

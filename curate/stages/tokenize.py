@@ -46,6 +46,8 @@ class TokenizeStage(ShardStage):
     TABLES = ("{step}",)
     VERSION = 2   # 2: (id, tokens) per document; the copies moved to the pack step, which reads them from the mix plan
     COLUMNS = ["id", "text"]
+    CONCURRENT = True   # inline, shards on threads (each tokenizer call on one: `task_cores`): a shard written from kept
+                        # ids, or its Parquet written, leaves the cores to another shard's tokenizing
     OPTIONS = {
         "tokenizer": Field((str,), default="gpt2", doc="path to tokenizer.json, 'gpt2' (offline), or a Hub name (online)"),
         "eos": Field((bool,), default=True),
@@ -87,8 +89,8 @@ class TokenizeStage(ShardStage):
         super().execute(tasks, run_phase)
 
     def setup(self) -> None:
-        """The tokenizer, on as many threads as a task may use: one on a Ray worker (one CPU each), the machine's
-        cores inline, where tasks run one after another."""
+        """The tokenizer, on as many threads as a task may use (`task_cores`: one on a Ray worker, one CPU each, and
+        inline, where the machine's cores each run a shard; `--workers 1`: every core for one shard at a time)."""
         self.tokenizer = self.load_tokenizer(task_cores())
         self.cache_key = self.token_key()
 
