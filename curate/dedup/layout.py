@@ -39,13 +39,17 @@ def partitions_kept(before: int | None, docs: int) -> int:
     return before if before is not None and need <= 2 * before <= 2 * MAX_PARTITIONS else need
 
 
-def shard_numbers(shards: list[tuple[str, str]], priority: list[str]) -> dict[tuple[str, str], tuple[int, int]]:
-    """(source, shard) -> (priority index, shard index within the source), from the run's docs shards."""
-    by_source: dict[str, list[str]] = {}
-    for source, shard in shards:
-        by_source.setdefault(source, []).append(shard)
+def shard_numbers(shards: list[dict], priority: list[str]) -> dict[tuple[str, str], tuple[int, int]]:
+    """(source, shard) -> (priority index, shard index within the source), from the run's docs shards (the ingest
+    record's: source, shard, input) in input order: by the path of the file each was read from, then by name (a
+    large file's shards). Node order is what `tie_break: first` keeps, and shards are named by a hash of their file:
+    numbered by name, a new dump's copy of a page kept from an earlier dump replaced it wherever its shard's name
+    sorted first (a fresh run too); numbered by path, the earlier file's copy stays (dumps are named by date)."""
+    by_source: dict[str, list[tuple[str, str]]] = {}
+    for s in shards:
+        by_source.setdefault(s["source"], []).append((s.get("input", ""), s["shard"]))
     return {(source, shard): (priority.index(source), i)
-            for source, shards in by_source.items() for i, shard in enumerate(sorted(shards))}
+            for source, found in by_source.items() for i, (_, shard) in enumerate(sorted(found))}
 
 
 def read_bands(bands: str, p: int, numbers: dict[tuple[str, str], tuple[int, int]] | None) -> dict[str, np.ndarray]:

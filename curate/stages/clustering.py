@@ -179,13 +179,14 @@ class ClusterStage(ShardStage):
     FACETS = ClusterFacets
     REASON = ""
     GLOBAL = True                   # a cluster spans sources; who is kept follows the priority
-    VERSION = 5                     # 2: the graph's work files are Arrow IPC (`layout.WORK`); 3: what a partition sends
+    VERSION = 6                     # 2: the graph's work files are Arrow IPC (`layout.WORK`); 3: what a partition sends
                                     # to docs shards is one bundle per task (`curate.dedup.bundles`): a run killed before
                                     # labels its graph again rather than resume over files it cannot see; 4: `resolve`
                                     # sends one bundle per docs shard, and members name their representative; edges,
                                     # nodes and label messages are bundles too (one file per sending task, not P^2);
                                     # cluster numbers hash where the first document lives (`cluster_ids`), not its node
                                     # 5: `init` gathers a partition's edges into one file that every round reads
+                                    # 6: a source's docs shards numbered in input order (`layout.shard_numbers`)
     PIPELINE_READS = ("priority",)
 
     def owned_paths(self) -> list[str]:
@@ -199,7 +200,7 @@ class ClusterStage(ShardStage):
         return self.run.work(self.name, "graph")
 
     def shard_numbers(self) -> dict:
-        return shard_numbers(self.run.record(self.upstream["docs"], IngestRecord).pairs(), self.pipeline.priority)
+        return shard_numbers(self.run.record(self.upstream["docs"], IngestRecord).shards, self.pipeline.priority)
 
     def jobs(self, tasks: list[Task]) -> list[ShardJob]:
         numbers = self.shard_numbers()

@@ -49,6 +49,7 @@ SCHEMA = EDITS.append(pa.field("words", pa.int64())).append(pa.field("copies", p
 class SubstringDedupStage(EditStage):
     FACETS = SubstringFacets
     GLOBAL = True                   # a repeat spans sources; which copy is kept follows the priority
+    VERSION = 2                     # 2: a source's docs shards numbered in input order (`layout.shard_numbers`)
     PIPELINE_READS = ("priority",)
     ROW_NUMBERS = True
     TABLES = ("{step}/repeats",)
@@ -89,7 +90,7 @@ class SubstringDedupStage(EditStage):
     # ---- the global phases -------------------------------------------------------------------------
     @cached_property
     def numbers(self) -> dict:
-        return shard_numbers(self.run.record(self.upstream["docs"], IngestRecord).pairs(), self.pipeline.priority)
+        return shard_numbers(self.run.record(self.upstream["docs"], IngestRecord).shards, self.pipeline.priority)
 
     @property
     def root(self) -> str:

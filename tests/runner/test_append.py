@@ -216,6 +216,31 @@ def test_frozen_mode_keeps_every_published_document_and_removes_new_copies_of_th
                for r in pq.read_table(p).to_pylist()), "a document of an older source removed for a frozen one"
 
 
+def test_tie_break_first_is_input_order_a_later_files_copy_goes_and_an_earlier_files_copy_stays(corpus, monkeypatch, tmp_path):
+    """`tie_break: first` keeps the copy read from the file that comes first in input order (by path), whatever the
+    hash names of the docs shards: pages copied into a file that sorts after theirs are removed in favour of the pages,
+    which stay; copies in a file that sorts before are the ones kept. A dump named by date then never replaces a
+    published page with its own copy."""
+    ws = tmp_path / "ws"
+    _base(corpus, ws)
+    (ws / "pipeline.yaml").write_text(PIPELINE.replace("dedup: {policy: cross_source}", "dedup: {policy: all}"))
+    monkeypatch.chdir(ws)
+    _run(ws, "run")
+    folder = ws / "corpus/fwe/data/CC-MAIN-2024-10"
+    pages = pq.read_table(folder / "000_00000.parquet")
+    kept = {i for s, i in _kept_ids(ws / "run") if s == "fwe"}
+    rows = [r for r in pages.to_pylist() if r["id"] in kept][:8]
+    later, earlier = rows[:4], rows[4:]
+    for name, part, tag in (("zzz_later.parquet", later, "later"), ("0-early.parquet", earlier, "earlier")):
+        pq.write_table(pa.Table.from_pylist([{**r, "id": f"{r['id']}-{tag}"} for r in part], schema=pages.schema), folder / name)
+    _run(ws, "run")
+    removed = {r["id"]: r["detail"] for r in pq.read_table(ws / "run/ledger/dedup/fwe").to_pylist()}
+    for r in later:
+        assert r["id"] not in removed and removed[f"{r['id']}-later"].startswith(f"kept {r['id']} (fwe)"), removed.get(f"{r['id']}-later")
+    for r in earlier:
+        assert f"{r['id']}-earlier" not in removed and removed[r["id"]].startswith(f"kept {r['id']}-earlier (fwe)"), removed.get(r["id"])
+
+
 def test_frozen_needs_sound_mode_and_an_earlier_run(corpus, monkeypatch, tmp_path, capfd):
     ws = tmp_path / "ws"
     _base(corpus, ws)
