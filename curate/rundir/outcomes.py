@@ -1,13 +1,14 @@
-"""A dedup step's per-docs-shard results kept by what they were made from, so that an append writes again only the
-shards whose decisions changed.
+"""A global step's per-docs-shard results kept by what they were made from, so that an append writes again only the
+shards whose results changed.
 
 An append labels and settles dedup's graph whole (a cluster spans sources and shards), yet most docs shards come out
 as before: the new documents join few clusters. What a shard's `resolve` task sends (its representatives' ids) follows
 from the rows the graph sent it and its ids; its ledger and clusters files follow from its decisions and its live
-documents. Each is kept under `_work/<step>/outcomes/` beside the digest of those inputs, and put back (a hard link
-where the run folder is local, else a copy) in place of being computed when the digest is the same: the same bytes,
-written once. A digest names every input, so a kept result is never used for other inputs; one that is not reused is
-replaced, and those of shards the run no longer has go (`prune`).
+documents. The mix step re-plans every source, yet a shard whose documents and whose source's epochs are the same
+downsamples the same documents. Each result is kept under `_work/<step>/outcomes/` beside the digest of its inputs,
+and put back (a hard link where the run folder is local, else a copy) in place of being computed when the digest is
+the same: the same bytes, written once. A digest names every input, so a kept result is never used for other inputs;
+one that is not reused is replaced, and those of shards the run no longer has go (`prune`).
 """
 
 from __future__ import annotations

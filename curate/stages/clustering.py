@@ -16,7 +16,8 @@ from typing import Iterator
 import numpy as np
 import pyarrow as pa
 
-from curate.dedup import graph, nodes, outcomes, sound, verify
+from curate.dedup import graph, nodes, sound, verify
+from curate.rundir import outcomes
 from curate.dedup.shingles import Shingling
 from curate.errors import CurateError
 from curate.io.parquet import ParquetSink
@@ -55,7 +56,7 @@ class Clustering:
     shingling: dict | None = None
     sound: sound.Sound | None = None   # every removal checked against its cluster's representative (None: unverified)
     numbers: dict | None = None  # (source, shard) -> (priority, index): the band files are a minhash step's, per shard
-    outcomes: str | None = None  # where per-shard results are kept across runs (`curate.dedup.outcomes`; None: not kept)
+    outcomes: str | None = None  # where per-shard results are kept across runs (`curate.rundir.outcomes`; None: not kept)
 
 
 def cluster(c: Clustering, run: RunDir, jobs: list[ShardJob], run_phase: PhaseRunner) -> None:
@@ -101,7 +102,7 @@ def cluster_ids(labels: np.ndarray, names: dict[int, str]) -> np.ndarray:
 
 def _resolve(run: RunDir, g: graph.GraphDir, kept_in: str | None, job: ShardJob) -> dict:
     """A docs shard's `resolve`; with `kept_in`, put back from an earlier run where the rows the graph sent the shard
-    and its documents are the same (`curate.dedup.outcomes`)."""
+    and its documents are the same (`curate.rundir.outcomes`)."""
     if kept_in is None:
         return column(run, "id", lambda tag, ids: graph.resolve(g, tag, job.source, ids), job)
     sent = graph.reps(g.root, job.tag)
@@ -214,7 +215,7 @@ class ClusterStage(ShardStage):
         return ParquetSink(self.run.clusters(self.name, shard.source, shard.shard), CLUSTERS)
 
     def outcomes_root(self) -> str | None:
-        """Where its per-shard results are kept across runs (`curate.dedup.outcomes`): None, not kept (a step that keeps
+        """Where its per-shard results are kept across runs (`curate.rundir.outcomes`): None, not kept (a step that keeps
         them names a folder that its `owned_paths` leaves, and prunes it)."""
         return None
 

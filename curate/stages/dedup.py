@@ -17,7 +17,8 @@ import logging
 import os
 
 from curate.common.schema import COUNT_MAX, Field
-from curate.dedup import alarms, frozen, outcomes, settled
+from curate.dedup import alarms, frozen, settled
+from curate.rundir import outcomes
 from curate.dedup.graph import GraphDir
 from curate.dedup.policy import POLICIES
 from curate.dedup.sound import Sound
@@ -79,7 +80,7 @@ class DedupStage(ClusterStage):
         self.alarm()
 
     def outcomes_root(self) -> str | None:
-        """Its per-shard results kept across runs (`curate.dedup.outcomes`, `RUN/_work/<step>/outcomes/`); not in frozen
+        """Its per-shard results kept across runs (`curate.rundir.outcomes`, `RUN/_work/<step>/outcomes/`); not in frozen
         mode, where a shard's counts also read the frozen mixture."""
         return self.run.work(self.name, "outcomes") if self.options["frozen"] is None else None
 

@@ -10,8 +10,10 @@ measurements live in `_work/<mix>/measured.json` as {source/shard: {key, stats}}
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import logging
+import threading
 
 from curate.config.pipeline import canonical_json
 from curate.rundir.digests import file_digest, removed_digest, text_digests
@@ -25,9 +27,9 @@ def path(stage) -> str:
     return stage.run.work(stage.name, "measured.json")
 
 
-def shard_key(stage, task, tokenizer: str) -> str:
-    """What the shard's measurement read, by content."""
-    run, source, shard = stage.run, task.source, task.shard
+def shard_key(stage, source: str, shard: str, tokenizer: str) -> str:
+    """What the shard's measurement read, by content (its live documents, their text, what weighs them)."""
+    run = stage.run
     rehydrate = stage.options["rehydrate"]
     docs, *edits = text_digests(run, source, shard, stage.editors)
     body = {"version": VERSION, "tokenizer": tokenizer, "batch_rows": stage.pipeline.execution["batch_rows"],
@@ -49,7 +51,7 @@ def stored(stage, tasks) -> list[dict] | None:
 
 def reuse(stage, tasks, tokenizer: str, measure) -> list[dict]:
     """Every task's measurement in task order: the kept ones whose key still holds, `measure(todo)` for the rest."""
-    keys = {t.key: shard_key(stage, t, tokenizer) for t in tasks}
+    keys = {t.key: shard_key(stage, t.source, t.shard, tokenizer) for t in tasks}
     kept = stage.run.read_json(path(stage)) or {}
     held = {k: kept[k]["stats"] for k, key in keys.items() if (kept.get(k) or {}).get("key") == key}
     todo = [t for t in tasks if t.key not in held]
@@ -59,3 +61,20 @@ def reuse(stage, tasks, tokenizer: str, measure) -> list[dict]:
     stats = [held[t.key] if t.key in held else {k: fresh[t.key][k] for k in STATS if k in fresh[t.key]} for t in tasks]
     stage.run.write_json(path(stage), {t.key: {"key": keys[t.key], "stats": s} for t, s in zip(tasks, stats)})
     return stats
+
+
+def tokenizer(spec: str, identity: str = ""):
+    """One tokenizer per worker process, spec and file content (measuring a shard needs only a sample of it); inline,
+    the shards' threads wait for the first to load it rather than each loading their own."""
+    with _LOADING:
+        return _tokenizer(spec, identity)
+
+
+@functools.cache
+def _tokenizer(spec: str, identity: str):
+    from curate.tokens.tokenizer import load_tokenizer
+
+    return load_tokenizer(spec, num_threads=1)
+
+
+_LOADING = threading.Lock()

@@ -23,7 +23,7 @@ import pyarrow.compute as pc
 from curate.config.pipeline import canonical_json
 from curate.common.schema import SEED_MAX, Field
 from curate.errors import ConfigError, CurateError
-from curate.rundir import MixRecord
+from curate.rundir import MixRecord, outcomes
 from curate.stages.phase import Phase
 from curate.stages import measured
 from curate.stages.reads import tokenizer_identity
@@ -41,27 +41,6 @@ SAMPLE_CHARS = 1 << 17   # a shard's tokens per character: its first documents u
                          # sample corpus's small shards, and the mix step cost two thirds of the tokenize step)
 TOKENS_MAX = 1e16     # tokens: far past any training run, short of where float64 counts stop being exact
 EPOCHS_MAX = 10_000.0
-
-
-def rehydration(table: dict, dedup: str, stats: list[dict], order: list[str]) -> dict:
-    """The plan's rehydration: the weights, and per source the factor (mean weight per character) and documents by weight."""
-    factor, docs = {}, {}
-    for source in order:
-        mine = [m for m in stats if m["source"] == source]
-        chars = sum(m["chars"] for m in mine)
-        factor[source] = sum(m.get("weighted_chars", 0.0) for m in mine) / chars if chars else 1.0
-        for m in mine:
-            for w, n in m.get("by_weight", {}).items():
-                docs.setdefault(source, {})[w] = docs.get(source, {}).get(w, 0) + n
-    return {"weights": {str(k): float(v) for k, v in table.items()}, "dedup": dedup, "factor": factor, "docs": docs}
-
-
-@functools.cache
-def cached_tokenizer(spec: str, identity: str = ""):
-    """One tokenizer per worker process, spec and file content (measuring a shard needs only a sample of it)."""
-    from curate.tokens.tokenizer import load_tokenizer
-
-    return load_tokenizer(spec, num_threads=1)
 
 
 class MixFacets(Facets):
@@ -180,7 +159,7 @@ class MixStage(ShardStage):
         plan["seed"] = self.options["seed"]
         plan["tokenizer"] = self.tokenizer_spec()
         if self.options["rehydrate"] is not None:
-            plan["rehydrate"] = rehydration(self.options["rehydrate"], self.dedup_step(), stats, self.pipeline.priority)
+            plan["rehydrate"] = rehydrate.plan_part(self.options["rehydrate"], self.dedup_step(), stats, self.pipeline.priority)
         log.info("%s", render_plan(plan))
         for warning in plan["warnings"]:
             log.warning("curate: warning: %s", warning)
@@ -188,6 +167,7 @@ class MixStage(ShardStage):
             raise CurateError(errors[0])  # the first; fixing it changes the plan
         self.run.publish(self.name, MixRecord(plan))
         super().execute(tasks, run_phase)
+        outcomes.prune(self.outcomes(), {t.key for t in tasks})
 
     def measure(self, spec: tuple[str, str], shard: ShardRef) -> dict:
         """Characters of the shard's live documents, and tokens per character on a sample of them; with rehydration,
@@ -208,7 +188,7 @@ class MixStage(ShardStage):
             if sample_chars == 0 and table.num_rows:
                 upto = np.cumsum(pc.utf8_length(text).to_numpy(zero_copy_only=False))
                 sample = text.slice(0, int(np.searchsorted(upto, SAMPLE_CHARS)) + 1).combine_chunks()
-                sample_tokens = int(cached_tokenizer(*spec).encode_batch(sample).num_tokens) + len(sample)  # + one EOS each
+                sample_tokens = int(measured.tokenizer(*spec).encode_batch(sample).num_tokens) + len(sample)  # + one EOS each
                 sample_chars = pc.sum(pc.utf8_length(sample)).as_py() or 0
         return {"in": docs, "docs": docs, "chars": chars, "sample_chars": sample_chars, "sample_tokens": sample_tokens,
                 "weighted_chars": weighted, "by_weight": by_weight}
@@ -219,8 +199,27 @@ class MixStage(ShardStage):
 
     def setup(self) -> None:
         self.plan = self.run.record(self.name, MixRecord).plan
+        self.tokenizer = canonical_json(tokenizer_identity(self.tokenizer_spec()))
+
+    def outcomes(self) -> str:
+        """Each shard's accounting kept by what it follows from (`curate.rundir.outcomes`)."""
+        return self.run.work(self.name, "outcomes")
 
     def run_shard(self, shard: ShardRef) -> dict:
+        """The shard's downsampled documents, put back from an earlier run where its live documents and its source's
+        part of the plan (epochs, seed, rehydration) are the same: an append that moves one source's epochs writes
+        only that source's shards and the new ones again."""
+        part = {"version": self.VERSION, "epochs": self.plan["sources"][shard.source]["epochs"], "seed": self.plan["seed"],
+                "rehydrate": self.plan.get("rehydrate"), "docs": measured.shard_key(self, shard.source, shard.shard, self.tokenizer)}
+        key, name = hashlib.sha256(canonical_json(part).encode()).hexdigest(), f"{shard.source}/{shard.shard}"
+        target = {"ledger": self.run.ledger(self.name, shard.source, shard.shard)}
+        if (kept := outcomes.restore(self.outcomes(), name, key, target)) is not None:
+            return kept
+        result = self.account(shard)
+        outcomes.keep(self.outcomes(), name, key, target, result)
+        return result
+
+    def account(self, shard: ShardRef) -> dict:
         """Also names the shard's copies by content (`copies`, in its marker): the pack step keys each shard by them,
         so a plan whose epochs moved re-packs only the shards where some document's copies did."""
         digest = hashlib.sha256()

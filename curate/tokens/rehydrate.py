@@ -62,3 +62,17 @@ def render(r: dict) -> str:
         docs = ", ".join(f"x{float(w):g}: {n:,}" for w, n in sorted(r["docs"].get(source, {}).items(), key=lambda kv: float(kv[0])))
         lines.append(f"  {source:10} factor {factor:.4f}  documents by weight {docs or '-'}")
     return "\n".join(lines)
+
+
+def plan_part(table: dict, dedup: str, stats: list[dict], order: list[str]) -> dict:
+    """The mix plan's rehydration part: the weights, and per source the factor (mean weight per character, from the
+    shards' measurements `stats`) and documents by weight."""
+    factor, docs = {}, {}
+    for source in order:
+        mine = [m for m in stats if m["source"] == source]
+        chars = sum(m["chars"] for m in mine)
+        factor[source] = sum(m.get("weighted_chars", 0.0) for m in mine) / chars if chars else 1.0
+        for m in mine:
+            for w, n in m.get("by_weight", {}).items():
+                docs.setdefault(source, {})[w] = docs.get(source, {}).get(w, 0) + n
+    return {"weights": {str(k): float(v) for k, v in table.items()}, "dedup": dedup, "factor": factor, "docs": docs}

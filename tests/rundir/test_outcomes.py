@@ -1,10 +1,10 @@
-"""A dedup step's per-shard results are kept by the digest of what they were made from (`curate.dedup.outcomes`)."""
+"""A dedup step's per-shard results are kept by the digest of what they were made from (`curate.rundir.outcomes`)."""
 
 import os
 
 import numpy as np
 
-from curate.dedup import outcomes
+from curate.rundir import outcomes
 
 
 def _write(path, data: bytes) -> str:

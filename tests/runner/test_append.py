@@ -357,15 +357,15 @@ def test_an_append_on_ray_workers_equals_a_fresh_inline_run(corpus, monkeypatch,
 
 def test_an_append_measures_tokenizes_and_keeps_only_the_new_shard(corpus, monkeypatch, tmp_path):
     """A file of new pages added to dolma_cc: mix measures only its shard (the others' measurements are kept by what
-    they read), and with every source's epochs unchanged in the plan, tokenize, pack and kept run on that shard alone
-    (pack merges every source again)."""
+    they read), and with every source's epochs unchanged in the plan, mix puts back every other shard's accounting,
+    and tokenize, pack and kept run on that shard alone (pack merges every source again)."""
     ws = tmp_path / "ws"
     _base(corpus, ws)
     monkeypatch.chdir(ws)
     _run(ws, "run")
     import curate.stages.mix as mix
 
-    import curate.dedup.outcomes as outcomes
+    import curate.rundir.outcomes as outcomes
 
     measured, restored = [], []
     measure, restore = mix.MixStage.measure, outcomes.restore
@@ -388,7 +388,9 @@ def test_an_append_measures_tokenizes_and_keeps_only_the_new_shard(corpus, monke
     old = {k.removeprefix("dedup/shards/").removesuffix(".json") for k in before if k.startswith("dedup/shards/")}
     assert {k for k, b in _clusters_bytes(ws / "run").items() if clusters.get(k) == b} == old
     assert {name for kind, name in restored if kind == "accounting"} == old, restored
-    assert {kind for kind, _ in restored} == {"accounting", "resolve"}
+    # and the mix step's accounting of every old shard is put back: their documents and their sources' epochs are the same
+    assert {name for kind, name in restored if kind == "outcomes"} == old, restored
+    assert {kind for kind, _ in restored} == {"accounting", "resolve", "outcomes"}
     restored.clear()
     _equals_fresh(ws, "an append measured by shard")
     measured.clear()
