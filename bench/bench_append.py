@@ -27,12 +27,14 @@ from curate.sample import make_sample
 ROOT = Path(__file__).resolve().parent.parent
 
 
-def run(sample: Path, out: Path) -> tuple[float, list[str]]:
+def run(sample: Path, out: Path, label: str) -> tuple[float, list[str], dict[str, float]]:
+    """One run of the pipeline; its log (every phase's time) is kept beside the run folder as `<label>.log`."""
     env = {**os.environ, "CURATE_SAMPLE": str(sample), "CURATE_OUTPUT": str(out)}
     started = time.monotonic()
     done = subprocess.run([sys.executable, "-m", "curate", "run", str(ROOT / "pipelines" / "zyda2.yaml"), "--output", str(out),
                            "--inline", "--no-report"], check=True, env=env, capture_output=True, text=True)
     wall = time.monotonic() - started
+    (out.parent / f"{label}.log").write_text(done.stdout + done.stderr)
     reuse = r"\] [\d,]+ of [\d,]+ (shards|partitions|pairs|components) reused|split again"
     lines = [line for line in (done.stdout + done.stderr).splitlines() if re.search(reuse, line)]
     steps: dict[str, float] = {}
@@ -86,12 +88,12 @@ def main() -> int:
         sample, out = Path(tmp) / "sample", Path(tmp) / "run"
         if not (sample / "fwe").exists():
             make_sample(sample, docs=args.docs, seed=0)
-        scratch, _, scratch_steps = run(sample, out)
-        noop, _, _ = run(sample, out)
+        scratch, _, scratch_steps = run(sample, out, "scratch")
+        noop, _, _ = run(sample, out, "noop")
         added = append_dump(sample, args.fraction)
-        appended, lines, append_steps = run(sample, out)
-        again, _, _ = run(sample, out)   # a no-op re-run of an appended run: nothing measured or hashed again
-        fresh, _, fresh_steps = run(sample, Path(tmp) / "fresh")
+        appended, lines, append_steps = run(sample, out, "append")
+        again, _, _ = run(sample, out, "noop-after")   # a no-op re-run of an appended run: nothing measured or hashed again
+        fresh, _, fresh_steps = run(sample, Path(tmp) / "fresh", "fresh")
         differ = compare(str(Path(tmp) / "fresh"), str(out))
         print(f"corpus: {args.docs:,} documents (sample); appended {added:,} (half planted duplicates, half new texts)")
         print("| run | wall s | share of from scratch |\n|---|---|---|")
