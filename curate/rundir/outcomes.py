@@ -34,6 +34,16 @@ def digest(basis: dict, arrays: dict[str, np.ndarray]) -> str:
     return h.hexdigest()
 
 
+def reuse(folder: str, name: str, key: str, targets: dict[str, str], make) -> dict:
+    """The task's counts: put back from what was kept under `key` (`restore`), else `make()` (which writes `targets`)
+    and keep its result for the next run (`keep`)."""
+    if (kept := restore(folder, name, key, targets)) is not None:
+        return kept
+    result = make()
+    keep(folder, name, key, targets, result)
+    return result
+
+
 def restore(folder: str, name: str, key: str, targets: dict[str, str]) -> dict | None:
     """The kept result of `name` when it was made from inputs of digest `key`: its files linked to `targets` (by
     role), and the task's counts it returned; None (nothing done) when there is none for that digest."""

@@ -108,11 +108,8 @@ def _resolve(run: RunDir, g: graph.GraphDir, kept_in: str | None, job: ShardJob)
     sent = graph.reps(g.root, job.tag)
     key = outcomes.digest({"source": job.source, "tag": job.tag, "docs": file_digest(run.docs(job.source, job.shard))}, sent)
     folder, name, target = fs.join(kept_in, "resolve"), f"{job.source}/{job.shard}", {"bundle": g.path("resolved", f"from-{job.tag}{WORK}")}
-    if (kept := outcomes.restore(folder, name, key, target)) is not None:
-        return kept
-    result = column(run, "id", lambda tag, ids: graph.resolve(g, tag, job.source, ids, sent), job)
-    outcomes.keep(folder, name, key, target, result)
-    return result
+    return outcomes.reuse(folder, name, key, target,
+                          lambda: column(run, "id", lambda tag, ids: graph.resolve(g, tag, job.source, ids, sent), job))
 
 
 def shard_outcome(d: graph.ShardDecisions, source: str, reason: str, batches: Iterator[pa.Table]) -> Iterator[Output]:
@@ -235,11 +232,7 @@ class ClusterStage(ShardStage):
                  "removed": {step: removed_digest(self.run.ledger(step, shard.source, shard.shard)) for step in self.previous}}
         arrays = {**vars(decided), "node": nodes.row_of(decided.node)}
         key, folder, name = outcomes.digest(basis, arrays), fs.join(root, "accounting"), f"{shard.source}/{shard.shard}"
-        if (kept := outcomes.restore(folder, name, key, targets)) is not None:
-            return kept
-        result = account()
-        outcomes.keep(folder, name, key, targets, result)
-        return result
+        return outcomes.reuse(folder, name, key, targets, account)
 
     def outcome(self, batches, shard: ShardRef, decided: graph.ShardDecisions):
         """The shard's removals and clusters rows, from what the graph decided for it."""

@@ -213,11 +213,7 @@ class MixStage(ShardStage):
                 "rehydrate": self.plan.get("rehydrate"), "docs": measured.shard_key(self, shard.source, shard.shard, self.tokenizer)}
         key, name = hashlib.sha256(canonical_json(part).encode()).hexdigest(), f"{shard.source}/{shard.shard}"
         target = {"ledger": self.run.ledger(self.name, shard.source, shard.shard)}
-        if (kept := outcomes.restore(self.outcomes(), name, key, target)) is not None:
-            return kept
-        result = self.account(shard)
-        outcomes.keep(self.outcomes(), name, key, target, result)
-        return result
+        return outcomes.reuse(self.outcomes(), name, key, target, functools.partial(self.account, shard))
 
     def account(self, shard: ShardRef) -> dict:
         """Also names the shard's copies by content (`copies`, in its marker): the pack step keys each shard by them,

@@ -20,7 +20,7 @@ import math
 
 import numpy as np
 
-from ..io.fs import AtomicWriter, read_bytes, write_bytes
+from ..io.fs import AtomicWriter, copy_stream, open_input, read_bytes, write_bytes
 from .batch import Tokens
 from .docmap import Located
 from .formats import TokenFormat, token_format
@@ -89,6 +89,19 @@ class DsWriter:
             self._handles[1].write(memoryview(mask))
         self._ends.append(self._written + np.cumsum(doc_lengths, dtype=np.int64))
         self._written += len(ids)
+
+    def add_shard(self, path: str) -> None:
+        """Another `.ds` file of this token size (no loss mask), whole: its ids copied as bytes (checked when that file
+        was written), its document ends appended past this file's. Merging a source's shards reads no ids."""
+        if self.save_loss:
+            raise ValueError("a shard is added whole only to a file without a loss mask")
+        ends = np.frombuffer(read_bytes(path + ".index"), "<u8").astype(np.int64)
+        with open_input(path) as src:
+            copied = copy_stream(src, self._handles[0])
+        if copied != (int(ends[-1]) if len(ends) else 0) * self.token_size:
+            raise ValueError(f"{path} holds {copied} bytes, not the {int(ends[-1]) if len(ends) else 0} ids its index says")
+        self._ends.append(self._written + ends)
+        self._written += copied // self.token_size
 
     def write_tokens(self, tokens: Tokens) -> None:
         self.write(tokens.ids, tokens.lengths)
@@ -159,6 +172,4 @@ class Datatrove(TokenFormat):
     def merge(self, prefix: str, parts: list[str], *, vocab_size: int, tokenizer_name: str) -> None:
         with DsWriter(prefix + ".ds", vocab_size=vocab_size, tokenizer_name=tokenizer_name) as ds:
             for part in parts:
-                ids = np.frombuffer(read_bytes(part + ".ds"), ds.dtype)
-                ends = np.frombuffer(read_bytes(part + ".ds.index"), np.uint64).astype(np.int64)
-                ds.write(ids, np.diff(np.concatenate([[0], ends])))
+                ds.add_shard(part + ".ds")

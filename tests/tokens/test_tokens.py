@@ -331,8 +331,9 @@ def megatron_core():
     return pytest.importorskip("megatron.core.datasets.indexed_dataset")
 
 
-def test_megatron_merge_copies_shards_byte_for_byte(tmp_path):
-    """Merging shards copies their ids as bytes: the result is the file one writer makes from all of them at once."""
+def test_merge_copies_shards_byte_for_byte(tmp_path):
+    """Merging shards copies their ids as bytes (Megatron and datatrove): the result is the file one writer makes from all
+    of them at once."""
     rng = np.random.default_rng(3)
     shards = []
     for i in range(3):
@@ -347,6 +348,16 @@ def test_megatron_merge_copies_shards_byte_for_byte(tmp_path):
     token_format("megatron").merge(str(tmp_path / "merged"), [str(tmp_path / f"s{i}") for i in range(3)], vocab_size=50257,
                                    tokenizer_name="gpt2")
     for suffix in (".bin", ".idx"):
+        assert (tmp_path / f"merged{suffix}").read_bytes() == (tmp_path / f"one{suffix}").read_bytes()
+    for i, (ids, lengths, _) in enumerate(shards):   # datatrove's .ds the same way
+        with DsWriter(str(tmp_path / f"s{i}.ds"), vocab_size=50257) as w:
+            w.write(ids, lengths)
+    with DsWriter(str(tmp_path / "one.ds"), vocab_size=50257) as w:
+        for ids, lengths, _ in shards:
+            w.write(ids, lengths)
+    token_format("datatrove").merge(str(tmp_path / "merged"), [str(tmp_path / f"s{i}") for i in range(3)], vocab_size=50257,
+                                    tokenizer_name="gpt2")
+    for suffix in (".ds", ".ds.index"):
         assert (tmp_path / f"merged{suffix}").read_bytes() == (tmp_path / f"one{suffix}").read_bytes()
     with MegatronWriter(str(tmp_path / "wide"), dtype=np.int32) as w:
         w.add(np.arange(4, dtype=np.int32), [4])
