@@ -21,12 +21,10 @@ from typing import Callable, Iterable
 import numpy as np
 import pyarrow as pa
 
-from curate.dedup.layout import IPC, WORK, tag_of
+from curate.dedup.layout import IPC, PLAIN, SMALL_FILE, WORK, tag_of
 from curate.io import fs
 
-PLAIN = pa.ipc.IpcWriteOptions()   # no compression: see `send`
-SMALL_BATCH = 1024     # rows a batch, on average, under which a bundle is written uncompressed
-SMALL_FILE = 1 << 20   # bytes under which a bundle is read into memory, not mapped (no file stays open for it)
+SMALL_BATCH = 1024     # rows a batch, on average, under which a bundle is written uncompressed (`PLAIN`: see `send`)
 
 SHARDS = b"shards"   # schema metadata: the receiving shards' tags, in batch order
 
@@ -39,7 +37,7 @@ def send(folder: str, origin: str, parts: Iterable[tuple[int, dict[str, np.ndarr
     tags, batches, fields = [], [], None
     for key, columns in parts:
         tags.append(name(key))
-        batches.append([pa.array(col) for col in columns.values()])
+        batches.append([col if isinstance(col, pa.Array) else pa.array(col) for col in columns.values()])
         fields = fields or list(zip(columns, (a.type for a in batches[-1])))
     if not batches:
         fs.remove(path)
@@ -108,7 +106,9 @@ _lock = threading.Lock()
 
 
 def receive(folder: str, tag: str, names: list[str], dtypes: dict) -> dict[str, np.ndarray]:
-    """The named columns of every batch sent to shard `tag` under `folder`, concatenated (empty arrays when none)."""
+    """The named columns of every batch sent to shard `tag` under `folder`, concatenated (empty arrays when none): as
+    numpy arrays of the `dtypes` given, or Arrow arrays where the dtype given is an Arrow type (strings: a numpy object
+    array would make a Python object of each)."""
     return _gather(_bundles(folder), tag, names, dtypes)
 
 
@@ -127,8 +127,14 @@ def _gather(paths: list[str], tag: str, names: list[str], dtypes: dict) -> dict[
             continue
         batch = reader.get_batch(index[tag])
         for n in names:
-            parts[n].append(batch.column(n).to_numpy(zero_copy_only=False))
-    return {n: (np.concatenate(parts[n]).astype(dtypes[n], copy=False) if parts[n] else np.empty(0, dtypes[n])) for n in names}
+            parts[n].append(batch.column(n) if isinstance(dtypes[n], pa.DataType) else batch.column(n).to_numpy(zero_copy_only=False))
+    return {n: _joined(parts[n], dtypes[n]) for n in names}
+
+
+def _joined(parts: list, dtype):
+    if isinstance(dtype, pa.DataType):
+        return pa.concat_arrays([p.cast(dtype) for p in parts]) if parts else pa.array([], dtype)
+    return np.concatenate(parts).astype(dtype, copy=False) if parts else np.empty(0, dtype)
 
 
 def receivers(folder: str) -> set[str]:

@@ -164,13 +164,12 @@ def choose(g: GraphDir, p: int) -> dict:
     return {"in": len(node), "removed": int(gone.sum())}
 
 
-def resolve(g: GraphDir, tag: str, source: str, ids: pa.Array, r: dict[str, np.ndarray] | None = None) -> dict:
+def resolve(g: GraphDir, tag: str, ids: pa.Array, r: dict[str, np.ndarray] | None = None) -> dict:
     """Name the representative (id, source) of every member whose representative is one of this shard's documents
     (`r`: what `reps` returns, when the caller read it already)."""
     r = reps(g.root, tag) if r is None else r
-    rep_id = ids.take(pa.array(nodes.row_of(r["rep"]))).to_numpy(zero_copy_only=False)
-    bundles.send(g.path("resolved"), tag, by_shard(r["node"], node=r["node"], rep_id=rep_id.astype(object),
-                                                   rep_source=np.full(len(rep_id), source, object)))
+    rep_id = ids.take(pa.array(nodes.row_of(r["rep"]))).cast(pa.string())   # (the source is the sender's: its priority)
+    bundles.send(g.path("resolved"), tag, by_shard(r["node"], node=r["node"], rep_id=rep_id))
     return {"in": len(r["node"]), "removed": int(r["gone"].sum())}
 
 
@@ -181,14 +180,14 @@ def reps(root: str, tag: str) -> dict[str, np.ndarray]:
 
 @dataclass
 class ShardDecisions:
-    """A docs shard's outcome, one entry per member node (sorted): cluster, fate, representative (id, source),
-    similarity to it (NaN: not measured) and how, length (-1: unknown), and how many documents it stands for
-    (1 + those removed in its favour; 0 for a removed one)."""
+    """A docs shard's outcome, one entry per member node (sorted): cluster, fate, representative (id: Arrow strings,
+    never made Python objects; source), similarity to it (NaN: not measured) and how, length (-1: unknown), and how
+    many documents it stands for (1 + those removed in its favour; 0 for a removed one)."""
 
     node: np.ndarray
     label: np.ndarray
     removed: np.ndarray
-    rep_id: np.ndarray
+    rep_id: pa.StringArray
     rep_source: np.ndarray
     sim: np.ndarray
     method: np.ndarray
@@ -197,8 +196,9 @@ class ShardDecisions:
     frozen_rep: np.ndarray
 
 
-def shard_decisions(root: str, tag: str) -> ShardDecisions:
-    """What the graph phases decided for one docs shard (`root`: the GraphDir's root)."""
+def shard_decisions(root: str, tag: str, sources: list[str]) -> ShardDecisions:
+    """What the graph phases decided for one docs shard (`root`: the GraphDir's root; `sources`: by priority, the
+    source of a node's priority)."""
     m = bundles.receive(fs.join(root, "members"), tag,
                      ["node", "label", "removed", "sim", "method", "length", "frozen_rep", "rep"],
                      {"node": U64, "label": U64, "removed": bool, "sim": np.float32, "method": np.uint8, "length": np.int64,
@@ -206,11 +206,11 @@ def shard_decisions(root: str, tag: str) -> ShardDecisions:
     order = np.argsort(m["node"])
     m = {k: v[order] for k, v in m.items()}
     senders = [tag_of(key) for key in np.unique(nodes.shard_key(m["rep"]))]   # the shards of its members' representatives
-    resolved = bundles.receive_from(fs.join(root, "resolved"), senders, tag, ["node", "rep_id", "rep_source"],
-                                    {"node": U64, "rep_id": object, "rep_source": object})
+    resolved = bundles.receive_from(fs.join(root, "resolved"), senders, tag, ["node", "rep_id"],
+                                    {"node": U64, "rep_id": pa.string()})
     by_node = np.argsort(resolved["node"])
     at = by_node[np.searchsorted(resolved["node"][by_node], m["node"])] if len(m["node"]) else np.empty(0, np.int64)
-    rep_id, rep_source = resolved["rep_id"][at], resolved["rep_source"][at]
+    rep_id, rep_source = resolved["rep_id"].take(pa.array(at)), np.array(sources, object)[nodes.priority_of(m["rep"])]
     mine = reps(root, tag)   # how many members each of its documents replaces
     rep, count = np.unique(mine["rep"][mine["gone"]], return_counts=True)
     represents = np.where(m["removed"], 0, 1).astype(np.int64)
@@ -229,7 +229,8 @@ def by_shard(keys_from: np.ndarray, **columns: np.ndarray):
     ends = np.r_[starts[1:], len(keys)]
     for s, e in zip(starts, ends):
         rows = order[s:e]
-        yield int(keys[s]), {name: col[rows] for name, col in columns.items()}
+        yield int(keys[s]), {name: col.take(pa.array(rows)) if isinstance(col, pa.Array) else col[rows]
+                             for name, col in columns.items()}
 
 
 def lookup(keys: np.ndarray, values: np.ndarray, wanted: np.ndarray) -> np.ndarray:

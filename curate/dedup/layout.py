@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from typing import Callable
 
 import numpy as np
@@ -19,8 +20,13 @@ read ~30,000 small files a run (~14,000 since `bundles`); a small Parquet file c
 and ~0.1 (a profile of a 1M append put 50 of dedup's 85 seconds in Parquet's per-file costs). The minhash step's band
 keys and signatures are IPC too (a shard's signatures: 2.9 ms to read as Parquet, 0.35 as IPC; an append's dedup
 reads those of every shard holding a member of a component it settles again, and every shard's band keys). The
-caches and the gathered signatures (read in batches) stay Parquet."""
+caches stay Parquet."""
 IPC = pa.ipc.IpcWriteOptions(compression="lz4")
+PLAIN = pa.ipc.IpcWriteOptions()
+"""Work files of hashes (band keys, signatures) are written uncompressed: random bits do not compress, and undoing lz4
+made reading a shard's band keys 9x slower (0.27 against 0.03 ms) and its signatures 6x (0.44 against 0.07 ms), a cost
+an append pays for every shard's band keys. The other work files (node numbers, labels, counts) keep lz4."""
+SMALL_FILE = 1 << 20   # bytes under which a local work file is read into memory whole, not through a file object
 
 DOCS_PER_PARTITION = 250_000
 MAX_PARTITIONS = 4096
@@ -79,7 +85,7 @@ def repartition(bands: str, old: int, partitions: int, source: str, shard: str) 
     files = fs.glob(fs.join(bands, f"n={old}", "p=*", source, f"{shard}{WORK}"))
     cols = read_columns_of(files, ["band", "key", "row", "tie"], {"band": np.uint16, "key": np.uint64, "row": np.uint64, "tie": np.uint64})
     for p, part in split(partition_of(cols["key"], partitions), partitions, **cols):
-        write_columns(fs.join(bands, f"n={partitions}", f"p={p:05d}", source, f"{shard}{WORK}"), **part)
+        write_columns(fs.join(bands, f"n={partitions}", f"p={p:05d}", source, f"{shard}{WORK}"), PLAIN, **part)
     return {"in": len(cols["key"])}
 
 
@@ -98,8 +104,8 @@ class PartitionedSink:
     The rows of a shard are few next to its text (four integers per band), so they are held until the end.
     """
 
-    def __init__(self, path_of: Callable[[int], str], partitions: int, by: str):
-        self.path_of, self.partitions, self.by, self.parts = path_of, partitions, by, []
+    def __init__(self, path_of: Callable[[int], str], partitions: int, by: str, options: pa.ipc.IpcWriteOptions = IPC):
+        self.path_of, self.partitions, self.by, self.parts, self.options = path_of, partitions, by, [], options
 
     def __enter__(self):
         return self
@@ -111,16 +117,17 @@ class PartitionedSink:
         if exc_type is None and self.parts:
             columns = {name: np.concatenate([p[name] for p in self.parts]) for name in self.parts[0]}
             for p, part in split(partition_of(columns[self.by], self.partitions), self.partitions, **columns):
-                write_columns(self.path_of(p), **part)
+                write_columns(self.path_of(p), self.options, **part)
         return False
 
 
-def write_frame(path: str, table: pa.Table) -> None:
-    """A work file: Arrow IPC where the name ends in `WORK`, else Parquet; read once, soon: lz4, not the outputs' zstd."""
+def write_frame(path: str, table: pa.Table, options: pa.ipc.IpcWriteOptions = IPC) -> None:
+    """A work file: Arrow IPC where the name ends in `WORK` (`options`: lz4, or `PLAIN` for hashes), else Parquet;
+    read once, soon: lz4, not the outputs' zstd."""
     if not path.endswith(WORK):
         write_table(path, table, compression="lz4")
         return
-    with fs.AtomicWriter(path) as handle, pa.ipc.new_file(handle, table.schema, options=IPC) as writer:
+    with fs.AtomicWriter(path) as handle, pa.ipc.new_file(handle, table.schema, options=options) as writer:
         writer.write_table(table)
 
 
@@ -129,7 +136,10 @@ def read_frame(path: str, columns: list[str] | None = None) -> pa.Table:
     if not path.endswith(WORK):
         return read_file(path, columns)
     store, stripped = fs.filesystem(path)
-    if fs.is_local(store):
+    if fs.is_local(store) and os.path.getsize(stripped) < SMALL_FILE:
+        with open(stripped, "rb") as handle:   # one read; uncompressed (`PLAIN`), its arrays are views of those bytes
+            table = pa.ipc.open_file(pa.py_buffer(handle.read())).read_all()
+    elif fs.is_local(store):
         with pa.OSFile(stripped, "rb") as handle:
             table = pa.ipc.open_file(handle).read_all()
     else:
@@ -138,8 +148,8 @@ def read_frame(path: str, columns: list[str] | None = None) -> pa.Table:
     return table.select(columns) if columns is not None else table
 
 
-def write_columns(path: str, **columns: np.ndarray) -> None:
-    write_frame(path, pa.table({name: pa.array(col) for name, col in columns.items()}))
+def write_columns(path: str, options: pa.ipc.IpcWriteOptions = IPC, **columns: np.ndarray) -> None:
+    write_frame(path, pa.table({name: pa.array(col) for name, col in columns.items()}), options)
 
 
 def read_columns(pattern: str, names: list[str], dtypes: dict) -> dict[str, np.ndarray]:

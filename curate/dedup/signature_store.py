@@ -16,7 +16,7 @@ from typing import Callable
 import numpy as np
 import pyarrow as pa
 
-from curate.dedup.layout import WORK, PartitionedSink, read_frame, write_frame
+from curate.dedup.layout import PLAIN, WORK, PartitionedSink, read_frame, write_frame
 from curate.io import fs
 
 
@@ -37,7 +37,7 @@ class MinhashSink:
     row, tie) split by partition of key, and the signatures in one file, sorted by row."""
 
     def __init__(self, bands_path_of: Callable[[int], str], partitions: int, signatures_path: str):
-        self.bands = PartitionedSink(bands_path_of, partitions, "key")
+        self.bands = PartitionedSink(bands_path_of, partitions, "key", PLAIN)
         self.signatures_path, self.parts = signatures_path, []
 
     def __enter__(self):
@@ -55,7 +55,7 @@ class MinhashSink:
         self.bands.__exit__(exc_type, exc, tb)
         if exc_type is None and self.parts:
             table = pa.concat_tables(self.parts).combine_chunks()
-            write_frame(self.signatures_path, table.take(pa.array(np.argsort(table.column("row").to_numpy(), kind="stable"))))
+            write_frame(self.signatures_path, table.take(pa.array(np.argsort(table.column("row").to_numpy(), kind="stable"))), PLAIN)
         return False
 
 

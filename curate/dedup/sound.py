@@ -20,25 +20,24 @@ Phases (after the components converge):
 
 from __future__ import annotations
 
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
-import pyarrow.parquet as pq
 
 from curate.dedup import bundles, exact_cache, nodes, settled
 from curate.dedup.exact_cache import pair_lookup
 from curate.dedup.exact_kernel import jaccard_pairs, shingle_sets
 from curate.dedup.graph import GraphDir, by_shard, write_decisions
-from curate.dedup.layout import WORK, read_columns, read_tables, write_columns, write_frame
+from curate.dedup.layout import PLAIN, WORK, read_columns, read_tables, write_columns, write_frame
 from curate.dedup.settle import CHECK, REMOVED, Settled, finish, settle_members
 from curate.dedup.shingles import Shingling
 from curate.dedup.shuffle import partition_of
 from curate.dedup.signature_store import fixed_lists, read_signatures, signature_matrix
 from curate.dedup.spill import DiskRows
 from curate.io import fs
-from curate.io.parquet import write_table
 
 U64 = np.uint64
 REPRESENTATIVE, ESTIMATE, EXACT = 1, 2, 3   # indexes into graph.METHODS
@@ -93,8 +92,7 @@ def gather(g: GraphDir, s: Sound, signatures: str, tag: str, ids: pa.Array | Non
     bounds = np.flatnonzero(np.r_[True, part[order][1:] != part[order][:-1], True])
     for a, b in zip(bounds[:-1], bounds[1:]):
         rows = order[a:b]
-        write_table(g.path("sound", "gathered", f"p={int(part[rows[0]]):05d}", f"from-{tag}.parquet"), table.take(pa.array(rows)),
-                    compression="lz4")
+        write_frame(g.path("sound", "gathered", f"p={int(part[rows[0]]):05d}", f"from-{tag}{WORK}"), table.take(pa.array(rows)), PLAIN)
     return {"in": len(m["node"])}
 
 
@@ -105,7 +103,7 @@ def settle(g: GraphDir, s: Sound, policy: str, by_id: bool, p: int, spill_bytes:
     """Estimate one partition of components (`settle_members`); the result waits in `sound/state` for `finalize`,
     and the pairs that need the exact Jaccard go to their kept member's shard. Signatures over `spill_bytes` wait on
     local disk (`curate.dedup.spill`): the same result in bounded memory."""
-    paths = fs.glob(g.path("sound", "gathered", f"p={p:05d}", "*.parquet"))
+    paths = fs.glob(g.path("sound", "gathered", f"p={p:05d}", f"*{WORK}"))
     if not paths:
         return {"in": 0, "checks": 0, "largest": []}
     t = _without_signatures(paths)
@@ -159,10 +157,18 @@ def _without_signatures(paths: list[str]) -> pa.Table:
     """The gathered rows' other columns (the signatures, 512 bytes a member, are read once, in place: `_sorted_signatures`)."""
     parts = []
     for path in paths:
-        with fs.open_input(path) as handle:
-            f = pq.ParquetFile(handle)
-            parts.append(f.read(columns=[n for n in f.schema_arrow.names if n != "sig"]))
+        with _gathered(path) as reader:
+            parts.append(reader.read_all().drop_columns(["sig"]))
     return pa.concat_tables(parts)
+
+
+@contextmanager
+def _gathered(path: str):
+    """A gathered file's IPC reader: memory-mapped where local (uncompressed, `PLAIN`: a batch read is a view of the
+    mapped pages, so a partition's signatures are never all in memory at once), else read at offsets."""
+    store, stripped = fs.filesystem(path)
+    with (pa.memory_map(stripped) if fs.is_local(store) else fs.open_input(path)) as handle:
+        yield pa.ipc.open_file(handle)
 
 
 def _sorted_signatures(paths: list[str], order: np.ndarray, spill_bytes: int):
@@ -171,19 +177,21 @@ def _sorted_signatures(paths: list[str], order: np.ndarray, spill_bytes: int):
     cluster's settling holds a chunk of rows at a time (1M members: 512 MiB of signatures)."""
     at = np.empty(len(order), np.int64)
     at[order] = np.arange(len(order))
-    with fs.open_input(paths[0]) as handle:
-        width = pq.ParquetFile(handle).schema_arrow.field("sig").type.list_size
+    with _gathered(paths[0]) as reader:
+        width = reader.schema.field("sig").type.list_size
     out = np.empty((len(order), width), np.uint32) if len(order) * width * 4 <= spill_bytes else DiskRows(len(order), width)
     done = 0
     for path in paths:
-        with fs.open_input(path) as handle:
-            for batch in pq.ParquetFile(handle).iter_batches(batch_size=FILL_ROWS, columns=["sig"]):
-                m = signature_matrix(batch.column(0))
-                if isinstance(out, DiskRows):
-                    out.fill(at[done:done + len(m)], m)
-                else:
-                    out[at[done:done + len(m)]] = m
-                done += len(m)
+        with _gathered(path) as reader:
+            for i in range(reader.num_record_batches):
+                column = reader.get_batch(i).column("sig")
+                for start in range(0, len(column), FILL_ROWS):
+                    m = signature_matrix(column.slice(start, FILL_ROWS))
+                    if isinstance(out, DiskRows):
+                        out.fill(at[done:done + len(m)], m)
+                    else:
+                        out[at[done:done + len(m)]] = m
+                    done += len(m)
     return out
 
 

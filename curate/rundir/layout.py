@@ -34,6 +34,9 @@ ACCOUNTING = "shards"
 PIPELINE_HEADER = "# resolved from "   # the first line of a run's pipeline.yaml (and of a published copy)
 
 
+DIGESTS = "digests.json"   # in _state/, beside the steps' folders: not a step's, so never removed as stale
+
+
 @dataclass(frozen=True)
 class RunDir:
     root: str
@@ -119,6 +122,11 @@ class RunDir:
     @property
     def summary_file(self) -> str:
         return self.path("summary.json")
+
+    @property
+    def digests_file(self) -> str:
+        """The digests of its files that the next run may trust (`curate.rundir.digests`)."""
+        return self.path("_state", DIGESTS)
 
     @property
     def manifest_file(self) -> str:

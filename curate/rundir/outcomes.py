@@ -17,19 +17,28 @@ import hashlib
 import json
 
 import numpy as np
+import pyarrow as pa
 
 from curate.io import fs
 
 VERSION = 1   # bump when what a kept result is keyed by changes
 
 
-def digest(basis: dict, arrays: dict[str, np.ndarray]) -> str:
-    """sha256 of `basis` (JSON: files by digest, the step's names and version) and of each array's bytes, by name."""
+def digest(basis: dict, arrays: dict[str, np.ndarray | pa.Array]) -> str:
+    """sha256 of `basis` (JSON: files by digest, the step's names and version) and of each array's bytes, by name (an
+    Arrow array's: its length and buffers, made at offset 0)."""
     h = hashlib.sha256(json.dumps({"version": VERSION, **basis}, sort_keys=True).encode())
     for name in sorted(arrays):
         a = arrays[name]
         h.update(name.encode() + b"\0")
-        h.update("\0".join(map(str, a)).encode() if a.dtype == object else np.ascontiguousarray(a).tobytes())
+        if isinstance(a, pa.Array):
+            a = pa.concat_arrays([a]) if a.offset else a
+            h.update(str(len(a)).encode())
+            for buffer in a.buffers():
+                h.update(b"\2" if buffer is None else b"\3")
+                h.update(b"" if buffer is None else buffer)
+        else:
+            h.update("\0".join(map(str, a)).encode() if a.dtype == object else np.ascontiguousarray(a).tobytes())
         h.update(b"\1")
     return h.hexdigest()
 

@@ -20,7 +20,7 @@ from curate.config.chain import check_removals_before_tokens
 from curate.config.pipeline import Pipeline
 from curate.errors import ConfigError, CurateError
 from curate.io import fs
-from curate.rundir import RunDir, aggregate
+from curate.rundir import RunDir, aggregate, digests
 from curate.rundir.lock import RunLock
 from curate.rundir.layout import PIPELINE_HEADER
 from curate.io.auth import bucket_of, is_auth_failure
@@ -32,7 +32,6 @@ from curate.runner.runlog import mark_started
 from curate.runner.resume import compare, settle, upstream_of
 from curate.runner.migrate import migrate
 from curate.runner.shardkeys import ShardInputs
-from curate.runner.shardkeys import clear_cache as clear_digests
 from curate.runner.stale import remove_stale
 from curate.runner.summary import render, stage_flags
 from curate.stages import STAGES
@@ -96,7 +95,9 @@ def run_pipeline(pipeline: Pipeline, output: str, until: str | None = None, inli
         raise CurateError(f"--output {output}: is a file; give a directory (it is made if missing) or an fsspec URI")
     progress = progress or Progress()
     clear_cache()
-    clear_digests()
+    digests.clear_cache()
+    if fs.is_local(fs.filesystem(run.root)[0]):   # (an object store's files are keyed by their store's version)
+        digests.load(run.digests_file)
     stages = build_stages(pipeline, run, until)
     for stage in stages:
         stage.preflight()
@@ -158,6 +159,8 @@ def _run_locked(pipeline, run, stages, first, until, inline, address, workers, p
             settle_later(pipeline, run, done, until)
     finally:
         runner.close()
+    if fs.is_local(fs.filesystem(run.root)[0]):   # (a refused or failed run writes nothing of it)
+        digests.save(run.digests_file)
     rows = stage_flags(run, [(s.name, type(s)) for s in stages],
                        aggregate([(s.name, run.markers(s.name)) for s in stages], pipeline.priority, runner.wall, runner.compute,
                                  runner.compile))

@@ -16,10 +16,10 @@ import hashlib
 
 from curate.config.chain import TABLES
 from curate.config.pipeline import canonical_json
-from curate.rundir.digests import clear_cache, file_digest, removed_digest
+from curate.rundir.digests import file_digest, removed_digest
 from curate.stages.base import Stage
 
-__all__ = ["ShardInputs", "clear_cache", "file_digest", "removed_digest"]
+__all__ = ["ShardInputs", "file_digest", "removed_digest"]
 
 
 class ShardInputs:

@@ -18,6 +18,7 @@ import yaml
 
 from curate.io import fs
 from curate.rundir import RunDir
+from curate.rundir.layout import DIGESTS
 from curate.run_folders import BY_STEP, RESERVED, TABLES
 
 log = logging.getLogger("curate")
@@ -31,7 +32,7 @@ def remove_stale(run: RunDir, pipeline, registry) -> None:
     for kind in ("_state", "ledger", "_work", "edits"):
         for path in fs.glob(run.path(kind, "*")):
             name = _name(path)
-            if name not in steps:
+            if name not in steps and not (kind == "_state" and name == DIGESTS):
                 if name not in gone:
                     log.info("removing outputs of stage '%s', which the pipeline no longer has (or has switched off)", name)
                     gone.add(name)

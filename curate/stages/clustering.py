@@ -104,12 +104,13 @@ def _resolve(run: RunDir, g: graph.GraphDir, kept_in: str | None, job: ShardJob)
     """A docs shard's `resolve`; with `kept_in`, put back from an earlier run where the rows the graph sent the shard
     and its documents are the same (`curate.rundir.outcomes`)."""
     if kept_in is None:
-        return column(run, "id", lambda tag, ids: graph.resolve(g, tag, job.source, ids), job)
+        return column(run, "id", lambda tag, ids: graph.resolve(g, tag, ids), job)
     sent = graph.reps(g.root, job.tag)
-    key = outcomes.digest({"source": job.source, "tag": job.tag, "docs": file_digest(run.docs(job.source, job.shard))}, sent)
+    key = outcomes.digest({"version": ClusterStage.VERSION, "source": job.source, "tag": job.tag,
+                           "docs": file_digest(run.docs(job.source, job.shard))}, sent)
     folder, name, target = fs.join(kept_in, "resolve"), f"{job.source}/{job.shard}", {"bundle": g.path("resolved", f"from-{job.tag}{WORK}")}
     return outcomes.reuse(folder, name, key, target,
-                          lambda: column(run, "id", lambda tag, ids: graph.resolve(g, tag, job.source, ids, sent), job))
+                          lambda: column(run, "id", lambda tag, ids: graph.resolve(g, tag, ids, sent), job))
 
 
 def shard_outcome(d: graph.ShardDecisions, source: str, reason: str, batches: Iterator[pa.Table]) -> Iterator[Output]:
@@ -122,19 +123,19 @@ def shard_outcome(d: graph.ShardDecisions, source: str, reason: str, batches: It
             yield None
             continue
         ids = batch.column("id").combine_chunks().take(pa.array(np.searchsorted(batch.column("_row").to_numpy(), rows[at])))
-        sim, method, length = d.sim[at], d.method[at], d.length[at]
+        sim, method, length, rep_id = d.sim[at], d.method[at], d.length[at], d.rep_id.filter(pa.array(at))
         measured = ~np.isnan(sim)
         members = pa.table({"id": ids, "source": pa.array([source] * len(ids), pa.string()), "cluster": pa.array(d.label[at]),
-                            "kept": pa.array(~d.removed[at]), "rep_id": pa.array(d.rep_id[at], pa.string()),
+                            "kept": pa.array(~d.removed[at]), "rep_id": rep_id,
                             "rep_source": pa.array(d.rep_source[at], pa.string()),
                             "similarity": pa.array(sim, pa.float32(), mask=~measured),
                             "method": pa.array(np.array(graph.METHODS, object)[method], pa.string(), mask=method == 0),
                             "length": pa.array(length, pa.int64(), mask=length < 0), "represents": pa.array(d.represents[at])},
                            schema=CLUSTERS)
         gone = np.flatnonzero(d.removed[at])
-        for_frozen = d.frozen_rep[at]
-        details = [f"kept {d.rep_id[at][i]} ({d.rep_source[at][i]}{', frozen' if for_frozen[i] else ''}); cluster {d.label[at][i]}"
-                   + (f"; similarity {sim[i]:.3f} ({graph.METHODS[method[i]]})" if measured[i] else "") for i in gone]
+        for_frozen, kept_id = d.frozen_rep[at], rep_id.take(pa.array(gone, pa.int64())).to_pylist()
+        details = [f"kept {kept_id[k]} ({d.rep_source[at][i]}{', frozen' if for_frozen[i] else ''}); cluster {d.label[at][i]}"
+                   + (f"; similarity {sim[i]:.3f} ({graph.METHODS[method[i]]})" if measured[i] else "") for k, i in enumerate(gone)]
         yield Output(rows=members, removed=removals(
             ids.take(pa.array(gone, pa.int64())), pa.array([f"{reason}:{d.rep_source[at][i]}" for i in gone], pa.string()),
             pa.array(details, pa.string())), counts={"removed_for_frozen": int(for_frozen.sum())} if for_frozen.any() else {})
@@ -177,7 +178,7 @@ class ClusterStage(ShardStage):
     FACETS = ClusterFacets
     REASON = ""
     GLOBAL = True                   # a cluster spans sources; who is kept follows the priority
-    VERSION = 6                     # 2: the graph's work files are Arrow IPC (`layout.WORK`); 3: what a partition sends
+    VERSION = 7                     # 2: the graph's work files are Arrow IPC (`layout.WORK`); 3: what a partition sends
                                     # to docs shards is one bundle per task (`curate.dedup.bundles`): a run killed before
                                     # labels its graph again rather than resume over files it cannot see; 4: `resolve`
                                     # sends one bundle per docs shard, and members name their representative; edges,
@@ -185,6 +186,7 @@ class ClusterStage(ShardStage):
                                     # cluster numbers hash where the first document lives (`cluster_ids`), not its node
                                     # 5: `init` gathers a partition's edges into one file that every round reads
                                     # 6: a source's docs shards numbered in input order (`layout.shard_numbers`)
+                                    # 7: `resolve` sends ids only (a representative's source is its node's priority)
     PIPELINE_READS = ("priority",)
 
     def owned_paths(self) -> list[str]:
@@ -219,7 +221,7 @@ class ClusterStage(ShardStage):
     def run_shard(self, shard: ShardRef) -> dict:
         """The accounting phase's task; put back from an earlier run where the shard's decisions and live documents are
         the same (`outcomes_root`): in an append, most shards'."""
-        decided = graph.shard_decisions(self.graph_root(), shard_tag(*self.numbers[(shard.source, shard.shard)]))
+        decided = graph.shard_decisions(self.graph_root(), shard_tag(*self.numbers[(shard.source, shard.shard)]), self.pipeline.priority)
         decided.label = cluster_ids(decided.label, self.names)   # what the outputs name: stable cluster numbers, rows
         account = partial(self.map_shard, shard, lambda batches, shard: self.outcome(batches, shard, decided), self.sink(shard),
                           ledger=True)

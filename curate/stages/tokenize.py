@@ -26,7 +26,7 @@ import pyarrow.compute as pc
 from curate.common.schema import Field
 from curate.config.pipeline import canonical_json
 from curate.io import fs
-from curate.io.parquet import ParquetSink
+from curate.io.parquet import TOKENS_PLAIN, ParquetSink
 from curate.rundir.tables import SourceSink
 from curate.rundir import TokenizerRecord
 from curate.rundir.digests import text_digests
@@ -44,7 +44,8 @@ SCHEMA = pa.schema([("id", pa.string()), ("tokens", pa.large_list(pa.int32()))])
 class TokenizeStage(ShardStage):
     PRODUCES = ("tokens",)
     TABLES = ("{step}",)
-    VERSION = 2   # 2: (id, tokens) per document; the copies moved to the pack step, which reads them from the mix plan
+    VERSION = 3   # 2: (id, tokens) per document; the copies moved to the pack step, which reads them from the mix plan
+                  # 3: the token lists written without dictionary or statistics (`TOKENS_PLAIN`)
     COLUMNS = ["id", "text"]
     CONCURRENT = True   # inline, shards on threads (each tokenizer call on one: `task_cores`): a shard written from kept
                         # ids, or its Parquet written, leaves the cores to another shard's tokenizing
@@ -141,7 +142,7 @@ class TokenizeStage(ShardStage):
                 yield out
 
     def sink(self, shard: ShardRef) -> ParquetSink:
-        return SourceSink(self.run.token_docs(self.name, shard.source, shard.shard), shard.source, SCHEMA)
+        return SourceSink(self.run.token_docs(self.name, shard.source, shard.shard), shard.source, SCHEMA, TOKENS_PLAIN)
 
     def process(self, table: pa.Table, shard: ShardRef) -> Output | None:
         return self.tokenize(table, shard, None)[0]

@@ -9,9 +9,8 @@ import pyarrow as pa
 
 from curate.dedup import graph, nodes, sound
 from curate.dedup.graph import GraphDir
-from curate.dedup.layout import WORK, PartitionedSink, read_frame, write_columns
+from curate.dedup.layout import PLAIN, WORK, PartitionedSink, read_frame, write_frame
 from curate.dedup.signature_store import fixed_lists
-from curate.io.parquet import read_table, write_table
 from curate.dedup.settle import Settled, settle_members
 
 from dedup.test_components import _union_find  # the plain union-find the components are checked against
@@ -59,10 +58,9 @@ def _gathered(g, members, seed=4):
     label = np.where(np.arange(members) < members - 400, 0, node[(np.arange(members) // 2) * 2])
     hi = (nodes.priority_of(node).astype(np.uint64) << np.uint64(32)) | nodes.row_of(node).astype(np.uint64)
     for i, rows in enumerate(np.array_split(np.random.default_rng(seed).permutation(members), 3)):
-        write_columns(g.path("sound", "gathered", "p=00000", f"from-{i}.parquet"), node=node[rows], label=label[rows].astype(np.uint64),
-                      hi=hi[rows], length=np.full(len(rows), 100, np.int64))
-        t = read_table(g.path("sound", "gathered", "p=00000", f"from-{i}.parquet"))
-        write_table(g.path("sound", "gathered", "p=00000", f"from-{i}.parquet"), t.append_column("sig", fixed_lists(sig[rows])))
+        write_frame(g.path("sound", "gathered", "p=00000", f"from-{i}{WORK}"),
+                    pa.table({"node": node[rows], "label": label[rows].astype(np.uint64), "hi": hi[rows],
+                              "length": np.full(len(rows), 100, np.int64), "sig": fixed_lists(sig[rows])}), PLAIN)
 
 
 def test_a_giant_clusters_signatures_settle_from_disk_to_the_same_state(tmp_path):

@@ -1,0 +1,107 @@
+"""A run folder keeps the digests of its settled files for the next run, and a file that changed is hashed again."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import time
+
+import pytest
+
+from curate.rundir import digests
+
+
+SETTLED_S = 0.05
+
+
+@pytest.fixture(autouse=True)
+def _empty_cache(monkeypatch):
+    monkeypatch.setattr(digests, "SETTLED_NS", int(SETTLED_S * 1e9))   # (a file's change time cannot be set back)
+    digests.clear_cache()
+    yield
+    digests.clear_cache()
+
+
+def _write(path, data: bytes, settled: bool) -> None:
+    path.write_bytes(data)
+    if settled:
+        time.sleep(2 * SETTLED_S)
+
+
+def _next_run(monkeypatch, kept: str) -> list[str]:
+    """A new process's cache, from what the last run kept; the paths it hashes are listed."""
+    digests.clear_cache()
+    digests.load(kept)
+    hashed: list[str] = []
+    real = digests._bytes_digest
+    monkeypatch.setattr(digests, "_bytes_digest", lambda path: hashed.append(path) or real(path))
+    return hashed
+
+
+def test_a_settled_files_digest_is_kept_and_trusted_by_the_next_run(tmp_path, monkeypatch):
+    old, new = tmp_path / "old.parquet", tmp_path / "new.parquet"
+    _write(old, b"written a while ago", True)
+    _write(new, b"written just now", False)
+    want = {p: hashlib.sha256(p.read_bytes()).hexdigest() for p in (old, new)}
+    assert digests.file_digest(str(old)) == want[old] and digests.file_digest(str(new)) == want[new]
+    kept = str(tmp_path / "digests.json")
+    digests.save(kept)
+
+    hashed = _next_run(monkeypatch, kept)
+    assert digests.file_digest(str(old)) == want[old]
+    assert digests.file_digest(str(new)) == want[new]
+    assert hashed == [str(new)]   # the file written within SETTLED_NS of its hashing is hashed again: it may change in the tick
+
+
+def test_a_file_replaced_with_the_same_size_and_times_is_hashed_again(tmp_path, monkeypatch):
+    path = tmp_path / "ledger.parquet"
+    _write(path, b"aaaa", True)
+    before = os.stat(path)
+    digests.file_digest(str(path))
+    kept = str(tmp_path / "digests.json")
+    digests.save(kept)
+
+    replacement = tmp_path / "ledger.parquet.tmp"   # as curate writes: a new file renamed over the old one
+    replacement.write_bytes(b"bbbb")
+    os.utime(replacement, ns=(before.st_atime_ns, before.st_mtime_ns))
+    os.replace(replacement, path)
+    hashed = _next_run(monkeypatch, kept)
+    assert digests.file_digest(str(path)) == hashlib.sha256(b"bbbb").hexdigest()
+    assert hashed == [str(path)]
+
+
+def test_a_file_edited_in_place_and_given_back_its_modification_time_is_hashed_again(tmp_path, monkeypatch):
+    path = tmp_path / "docs.parquet"
+    _write(path, b"aaaa", True)
+    before = os.stat(path)
+    digests.file_digest(str(path))
+    kept = str(tmp_path / "digests.json")
+    digests.save(kept)
+
+    time.sleep(0.05)
+    path.write_bytes(b"bbbb")   # the same inode and size; only its change time (which no one can set) differs
+    os.utime(path, ns=(before.st_atime_ns, before.st_mtime_ns))
+    hashed = _next_run(monkeypatch, kept)
+    assert digests.file_digest(str(path)) == hashlib.sha256(b"bbbb").hexdigest()
+    assert hashed == [str(path)]
+
+
+def test_kept_digests_of_another_version_or_unreadable_are_ignored(tmp_path, monkeypatch):
+    path = tmp_path / "f"
+    _write(path, b"x", True)
+    for body in (b"not json", b'{"version": 0, "digests": [["bytes", "%s", 1, 0, 0, 0, "wrong"]]}' % str(path).encode()):
+        (tmp_path / "digests.json").write_bytes(body)
+        hashed = _next_run(monkeypatch, str(tmp_path / "digests.json"))
+        assert digests.file_digest(str(path)) == hashlib.sha256(b"x").hexdigest() and hashed == [str(path)]
+
+
+def test_a_run_that_hashed_nothing_new_leaves_the_kept_digests_as_they_were(tmp_path, monkeypatch):
+    path, kept = tmp_path / "f", tmp_path / "digests.json"
+    _write(path, b"x", True)
+    digests.file_digest(str(path))
+    digests.save(str(kept))
+    before = os.stat(kept).st_mtime_ns
+    hashed = _next_run(monkeypatch, str(kept))
+    digests.file_digest(str(path))
+    digests.save(str(kept))
+    assert hashed == [] and os.stat(kept).st_mtime_ns == before
