@@ -88,6 +88,10 @@ class TokenizeStage(ShardStage):
             if other.rstrip("/").rsplit("/", 1)[-1] != self.token_key():
                 fs.remove(other)
         super().execute(tasks, run_phase)
+        shards = {f"{t.source}/{t.shard}.parquet" for t in tasks}   # ids of shards the run no longer has (a file removed)
+        for kept in fs.glob(self.run.work(self.name, "tokens", self.token_key(), "*", "*.parquet")):
+            if "/".join(kept.rstrip("/").rsplit("/", 2)[-2:]) not in shards:
+                fs.remove(kept)
 
     def setup(self) -> None:
         """The tokenizer, on as many threads as a task may use (`task_cores`: one on a Ray worker, one CPU each, and

@@ -398,6 +398,29 @@ def test_an_append_measures_tokenizes_and_keeps_only_the_new_shard(corpus, monke
     assert measured == [], measured
 
 
+def test_a_removed_file_takes_its_kept_token_ids_with_it(corpus, monkeypatch, tmp_path):
+    """The tokenize step's kept ids (`_work/tokenize/tokens/`) follow the run's docs shards: a file added and then
+    removed leaves none of its ids behind."""
+    ws = tmp_path / "ws"
+    _base(corpus, ws)
+    monkeypatch.chdir(ws)
+    late = ws / "corpus/dolma_cc/data/cc_en_head/zzz-late.json.gz"
+    _dolma(late, [(f"late-{i}", f"a late page number {i} on pottery and kilns " * 25) for i in range(6)])
+
+    def kept_ids() -> set[str]:
+        return {f"{p.parent.name}/{p.stem}" for p in (ws / "run/_work/tokenize/tokens").glob("*/*/*.parquet")}
+
+    def shards() -> set[str]:
+        return {f"{p.parent.name}/{p.stem}" for p in (ws / "run/docs").glob("*/*.parquet")}
+
+    _run(ws, "run")
+    assert kept_ids() == shards()
+    with_late = shards()
+    late.unlink()
+    _run(ws, "run")
+    assert kept_ids() == shards() and len(with_late - shards()) == 1
+
+
 def _clusters_bytes(run: Path) -> dict[str, bytes]:
     return {f"{p.parent.name}/{p.stem}": p.read_bytes() for p in (run / "dedup" / "clusters").glob("*/*.parquet")}
 
