@@ -252,13 +252,16 @@ def copy_stream(src, dst) -> int:
 
 def read_bytes(path: str) -> bytes:
     fs, stripped = filesystem(path)
+    if is_local(fs):   # (fsspec's local file object costs ~40 us a read; a run reads ~40,000 small files at 1M documents)
+        with open(stripped, "rb") as f:
+            return f.read()
     with fs.open(stripped, "rb") as f:
         return f.read()
 
 
 def exists(path: str) -> bool:
     fs, stripped = filesystem(path)
-    return fs.exists(stripped)
+    return os.path.exists(stripped) if is_local(fs) else fs.exists(stripped)
 
 
 def glob(pattern: str) -> list[str]:
@@ -269,9 +272,16 @@ def glob(pattern: str) -> list[str]:
 
 
 def remove(path: str) -> None:
+    """Remove a file or a folder with everything in it; nothing when there is none. Locally without fsspec, whose
+    recursive `rm` lists the path first (~0.6 ms a file: an append removes thousands)."""
     fs, stripped = filesystem(path)
-    if fs.exists(stripped):
-        fs.rm(stripped, recursive=True)
+    if not is_local(fs):
+        if fs.exists(stripped):
+            fs.rm(stripped, recursive=True)
+    elif os.path.isdir(stripped) and not os.path.islink(stripped):
+        shutil.rmtree(stripped)
+    elif os.path.lexists(stripped):
+        os.remove(stripped)
 
 
 def link(path: str, dest: str) -> None:

@@ -49,3 +49,20 @@ def test_the_atomic_writer_makes_folders_and_publishes_only_a_whole_file(tmp_pat
             handle.write(b"half")
             raise RuntimeError("killed mid-write")
     assert sorted(os.listdir(tmp_path / "new")) == ["deeper"], "neither the file nor its temporary is left"
+
+
+def test_remove_takes_files_folders_and_links_by_their_literal_names(tmp_path):
+    """`fs.remove` on a local path: a file, a folder with what is in it, a link (not what it points to), a name with
+    glob characters (only that file), and nothing at all; `exists` and `read_bytes` agree."""
+    (tmp_path / "dir" / "sub").mkdir(parents=True)
+    (tmp_path / "dir" / "sub" / "f.json").write_bytes(b"{}")
+    (tmp_path / "target").mkdir()
+    (tmp_path / "target" / "kept.txt").write_bytes(b"kept")
+    (tmp_path / "link").symlink_to(tmp_path / "target")
+    (tmp_path / "a[1].parquet").write_bytes(b"x")
+    (tmp_path / "a1.parquet").write_bytes(b"y")
+    assert fs.read_bytes(str(tmp_path / "a[1].parquet")) == b"x"
+    for name in ("dir", "link", "a[1].parquet", "missing"):
+        fs.remove(str(tmp_path / name))
+        assert not fs.exists(str(tmp_path / name)) and not (tmp_path / name).is_symlink()
+    assert (tmp_path / "target" / "kept.txt").read_bytes() == b"kept" and (tmp_path / "a1.parquet").exists()

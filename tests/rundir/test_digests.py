@@ -53,7 +53,23 @@ def test_a_settled_files_digest_is_kept_and_trusted_by_the_next_run(tmp_path, mo
     assert hashed == [str(new)]   # the file written within SETTLED_NS of its hashing is hashed again: it may change in the tick
 
 
-def test_a_file_replaced_with_the_same_size_and_times_is_hashed_again(tmp_path, monkeypatch):
+def _replaced(path, before) -> None:
+    """As curate writes: a new file renamed over the old one (a new inode), given the old one's times."""
+    replacement = path.with_name(path.name + ".tmp")
+    replacement.write_bytes(b"bbbb")
+    os.utime(replacement, ns=(before.st_atime_ns, before.st_mtime_ns))
+    os.replace(replacement, path)
+
+
+def _edited_in_place(path, before) -> None:
+    """The same inode and size, its modification time given back: only its change time (which no one sets) differs."""
+    time.sleep(0.05)
+    path.write_bytes(b"bbbb")
+    os.utime(path, ns=(before.st_atime_ns, before.st_mtime_ns))
+
+
+@pytest.mark.parametrize("change", [_replaced, _edited_in_place])
+def test_a_file_changed_with_the_same_size_and_modification_time_is_hashed_again(tmp_path, monkeypatch, change):
     path = tmp_path / "ledger.parquet"
     _write(path, b"aaaa", True)
     before = os.stat(path)
@@ -61,26 +77,7 @@ def test_a_file_replaced_with_the_same_size_and_times_is_hashed_again(tmp_path, 
     kept = str(tmp_path / "digests.json")
     digests.save(kept)
 
-    replacement = tmp_path / "ledger.parquet.tmp"   # as curate writes: a new file renamed over the old one
-    replacement.write_bytes(b"bbbb")
-    os.utime(replacement, ns=(before.st_atime_ns, before.st_mtime_ns))
-    os.replace(replacement, path)
-    hashed = _next_run(monkeypatch, kept)
-    assert digests.file_digest(str(path)) == hashlib.sha256(b"bbbb").hexdigest()
-    assert hashed == [str(path)]
-
-
-def test_a_file_edited_in_place_and_given_back_its_modification_time_is_hashed_again(tmp_path, monkeypatch):
-    path = tmp_path / "docs.parquet"
-    _write(path, b"aaaa", True)
-    before = os.stat(path)
-    digests.file_digest(str(path))
-    kept = str(tmp_path / "digests.json")
-    digests.save(kept)
-
-    time.sleep(0.05)
-    path.write_bytes(b"bbbb")   # the same inode and size; only its change time (which no one can set) differs
-    os.utime(path, ns=(before.st_atime_ns, before.st_mtime_ns))
+    change(path, before)
     hashed = _next_run(monkeypatch, kept)
     assert digests.file_digest(str(path)) == hashlib.sha256(b"bbbb").hexdigest()
     assert hashed == [str(path)]
