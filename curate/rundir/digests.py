@@ -58,8 +58,10 @@ def _cached(path: str, kind: str, compute) -> str | None:
 
 
 def load(path: str) -> None:
-    """Take the digests a run kept (`save`) into this process's cache; nothing when there are none or they are of
-    another version."""
+    """Take the digests a run kept (`save`) into this process's cache; nothing when there are none, they are of
+    another version, or the run folder is on an object store (whose files are keyed by their store's version)."""
+    if "://" in path:
+        return
     try:
         kept = json.loads(fs.read_bytes(path))
     except (FileNotFoundError, OSError, ValueError):
@@ -73,8 +75,8 @@ def load(path: str) -> None:
 
 def save(path: str) -> None:
     """Keep the settled digests of the files that are still as they were hashed, for the next run (`load`); nothing is
-    written when this process hashed no settled file (a no-op run leaves the file as it was)."""
-    if not _new:
+    written when this process hashed no settled file (a no-op run leaves the file as it was), nor on an object store."""
+    if not _new or "://" in path:
         return
     rows = []
     for key in list(_settled):

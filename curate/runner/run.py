@@ -96,8 +96,7 @@ def run_pipeline(pipeline: Pipeline, output: str, until: str | None = None, inli
     progress = progress or Progress()
     clear_cache()
     digests.clear_cache()
-    if fs.is_local(fs.filesystem(run.root)[0]):   # (an object store's files are keyed by their store's version)
-        digests.load(run.digests_file)
+    digests.load(run.digests_file)
     stages = build_stages(pipeline, run, until)
     for stage in stages:
         stage.preflight()
@@ -159,8 +158,7 @@ def _run_locked(pipeline, run, stages, first, until, inline, address, workers, p
             settle_later(pipeline, run, done, until)
     finally:
         runner.close()
-    if fs.is_local(fs.filesystem(run.root)[0]):   # (a refused or failed run writes nothing of it)
-        digests.save(run.digests_file)
+    digests.save(run.digests_file)   # (not in `finally`: a refused or failed run writes nothing of it)
     rows = stage_flags(run, [(s.name, type(s)) for s in stages],
                        aggregate([(s.name, run.markers(s.name)) for s in stages], pipeline.priority, runner.wall, runner.compute,
                                  runner.compile))

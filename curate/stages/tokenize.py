@@ -84,12 +84,13 @@ class TokenizeStage(ShardStage):
         self.run.publish(self.name, TokenizerRecord(self.options["tokenizer"], tok.name, tok.identity(), tok.vocab_size,
                                                     tok.eos_id, tok.bos_id if self.options["bos"] else None,
                                                     self.options["eos"]))
+        key = self.token_key()
         for other in fs.glob(self.run.work(self.name, "tokens", "*")):   # ids of another tokenizer: never read again
-            if other.rstrip("/").rsplit("/", 1)[-1] != self.token_key():
+            if other.rstrip("/").rsplit("/", 1)[-1] != key:
                 fs.remove(other)
         super().execute(tasks, run_phase)
         shards = {f"{t.source}/{t.shard}.parquet" for t in tasks}   # ids of shards the run no longer has (a file removed)
-        for kept in fs.glob(self.run.work(self.name, "tokens", self.token_key(), "*", "*.parquet")):
+        for kept in fs.glob(self.run.work(self.name, "tokens", key, "*", "*.parquet")):
             if "/".join(kept.rstrip("/").rsplit("/", 2)[-2:]) not in shards:
                 fs.remove(kept)
 

@@ -102,3 +102,14 @@ def test_a_run_that_hashed_nothing_new_leaves_the_kept_digests_as_they_were(tmp_
     digests.file_digest(str(path))
     digests.save(str(kept))
     assert hashed == [] and os.stat(kept).st_mtime_ns == before
+
+
+def test_an_object_store_run_folder_keeps_no_digests(tmp_path, monkeypatch):
+    path = tmp_path / "f"
+    _write(path, b"x", True)
+    digests.file_digest(str(path))
+    written = []
+    monkeypatch.setattr(digests.fs, "write_bytes", lambda *a: written.append(a))
+    digests.save("s3://bucket/run/_state/digests.json")
+    digests.load("s3://bucket/run/_state/digests.json")   # (no store is asked: this would fail without one)
+    assert written == []
