@@ -21,7 +21,8 @@ from typing import Callable, Iterable
 import numpy as np
 import pyarrow as pa
 
-from curate.dedup.layout import IPC, PLAIN, SMALL_FILE, WORK, tag_of
+from curate.dedup.layout import IPC, PLAIN, WORK, tag_of
+from curate.io.ipc import SMALL_FILE
 from curate.io import fs
 
 SMALL_BATCH = 1024     # rows a batch, on average, under which a bundle is written uncompressed (`PLAIN`: see `send`)

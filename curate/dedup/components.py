@@ -3,7 +3,8 @@
 Every node starts labelled with its own rank `(hi, node)`. Each round, a partition sends each of its
 nodes' labels along its edges (`send`), and each partition keeps, for each of its nodes, the smallest
 label it received (`receive`). When no label changes, each component carries its smallest rank. No
-step needs more than one partition's nodes, edges and messages in memory.
+step needs more than one partition's nodes, edges and messages in memory. A graph small enough for one task's memory
+takes `smallest` instead: the same components, in a few passes over its edges, without a round's files.
 """
 
 from __future__ import annotations
@@ -40,3 +41,23 @@ def receive(node: np.ndarray, label_hi: np.ndarray, label_lo: np.ndarray,
         raise ValueError("messages and labels disagree on this partition's nodes")
     changed = int(np.count_nonzero((hi != label_hi) | (lo != label_lo)))
     return hi, lo, changed
+
+
+def smallest(n: int, u: np.ndarray, v: np.ndarray) -> np.ndarray:
+    """For each of nodes 0..n-1, the smallest node of its component (edges `u`-`v`, in either direction): each edge's
+    larger root is hooked under the smaller, then every node jumps to its root, until no edge joins two roots. A
+    node's parent never grows, so a root is its component's smallest node; each pass hooks every root that an edge
+    still joins to a smaller one (a handful of passes where propagation took a round per hop of the widest cluster)."""
+    parent = np.arange(n, dtype=np.int64)
+    u, v = u.astype(np.int64, copy=False), v.astype(np.int64, copy=False)
+    while True:
+        pu, pv = parent[u], parent[v]
+        apart = pu != pv
+        if not apart.any():
+            return parent
+        np.minimum.at(parent, np.maximum(pu[apart], pv[apart]), np.minimum(pu[apart], pv[apart]))
+        while True:
+            up = parent[parent]
+            if np.array_equal(up, parent):
+                break
+            parent = up

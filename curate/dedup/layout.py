@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 from typing import Callable
 
 import numpy as np
@@ -11,6 +10,7 @@ import pyarrow as pa
 from curate.dedup import nodes
 from curate.dedup.shuffle import partition_of, split
 from curate.io import fs
+from curate.io.ipc import LZ4, read_ipc, write_ipc
 from curate.io.parquet import read_file, write_table
 
 
@@ -21,12 +21,11 @@ and ~0.1 (a profile of a 1M append put 50 of dedup's 85 seconds in Parquet's per
 keys and signatures are IPC too (a shard's signatures: 2.9 ms to read as Parquet, 0.35 as IPC; an append's dedup
 reads those of every shard holding a member of a component it settles again, and every shard's band keys). The
 caches stay Parquet."""
-IPC = pa.ipc.IpcWriteOptions(compression="lz4")
+IPC = LZ4
 PLAIN = pa.ipc.IpcWriteOptions()
 """Work files of hashes (band keys, signatures) are written uncompressed: random bits do not compress, and undoing lz4
 made reading a shard's band keys 9x slower (0.27 against 0.03 ms) and its signatures 6x (0.44 against 0.07 ms), a cost
 an append pays for every shard's band keys. The other work files (node numbers, labels, counts) keep lz4."""
-SMALL_FILE = 1 << 20   # bytes under which a local work file is read into memory whole, not through a file object
 
 DOCS_PER_PARTITION = 250_000
 MAX_PARTITIONS = 4096
@@ -127,25 +126,14 @@ def write_frame(path: str, table: pa.Table, options: pa.ipc.IpcWriteOptions = IP
     if not path.endswith(WORK):
         write_table(path, table, compression="lz4")
         return
-    with fs.AtomicWriter(path) as handle, pa.ipc.new_file(handle, table.schema, options=options) as writer:
-        writer.write_table(table)
+    write_ipc(path, table, options)
 
 
 def read_frame(path: str, columns: list[str] | None = None) -> pa.Table:
     """One work file (`write_frame`), whole or some columns."""
     if not path.endswith(WORK):
         return read_file(path, columns)
-    store, stripped = fs.filesystem(path)
-    if fs.is_local(store) and os.path.getsize(stripped) < SMALL_FILE:
-        with open(stripped, "rb") as handle:   # one read; uncompressed (`PLAIN`), its arrays are views of those bytes
-            table = pa.ipc.open_file(pa.py_buffer(handle.read())).read_all()
-    elif fs.is_local(store):
-        with pa.OSFile(stripped, "rb") as handle:
-            table = pa.ipc.open_file(handle).read_all()
-    else:
-        with fs.open_input(path) as handle:
-            table = pa.ipc.open_file(handle).read_all()
-    return table.select(columns) if columns is not None else table
+    return read_ipc(path, columns)
 
 
 def write_columns(path: str, options: pa.ipc.IpcWriteOptions = IPC, **columns: np.ndarray) -> None:

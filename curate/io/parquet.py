@@ -9,16 +9,13 @@ from curate.io.fs import AtomicWriter, filesystem, is_local, open_input
 
 WRITE_OPTIONS = dict(compression="zstd", compression_level=3, write_statistics=True, use_dictionary=True)
 SCRATCH_OPTIONS = dict(compression="lz4", write_statistics=False, use_dictionary=False)
-"""`compression="lz4"`: a work file, read once, soon and whole. No dictionary (hashes and signatures do not repeat:
+"""`compression="lz4"`: a work file, read once, soon and whole, or a table of ids that zstd would shrink by a third at
+twice the cost (the tokenize step's token lists). No dictionary (hashes and signatures do not repeat:
 trying one made writing a shard's signatures 6x slower) and no statistics (nothing filters on them)."""
 DOCS_PLAIN = ("text",)
 """Columns of a docs shard written without dictionary or statistics (`plain`): a page's text does not repeat, so a
 dictionary is tried, abandoned and costs every reader a second decoding (reading a shard's text: 4.1 -> 2.5 ms),
 and its min/max serve no filter. The run's own docs only: the kept output keeps its format."""
-TOKENS_PLAIN = ("tokens",)
-"""The tokenize step's token lists written the same way: a dictionary over a vocabulary of ids does take (the file is
-10% smaller) but makes writing a shard's tokens 2.3x slower (67 -> 29 ms at 1,400 documents), in every run and in every
-shard an append writes again."""
 
 
 class ParquetSink:

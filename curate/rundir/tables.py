@@ -41,8 +41,8 @@ def source_schema(schema: pa.Schema) -> pa.Schema:
 class SourceSink(ParquetSink):
     """A ParquetSink for a side table of one source: every row gets `source` (see `with_source`)."""
 
-    def __init__(self, path: str, source: str, schema: pa.Schema | None = None, plain: tuple[str, ...] = ()):
-        super().__init__(path, source_schema(schema) if schema is not None else None, plain=plain)
+    def __init__(self, path: str, source: str, schema: pa.Schema | None = None, compression: str = "zstd"):
+        super().__init__(path, source_schema(schema) if schema is not None else None, compression)
         self.source, self.fixed = source, self.schema
 
     def write(self, table: pa.Table) -> None:

@@ -161,10 +161,17 @@ def remove_shard(folder: str, source: str, shard: str) -> None:
 
 
 def remove_source(folder: str, source: str) -> None:
-    """A source's part of a folder laid out by source: `<folder>/<source>/` and `<folder>/<source>.json`
-    (the whole folder for tasks of no source)."""
+    """A source's part of a folder laid out by source: `<folder>/<source>/` and its whole-source markers
+    (`source_markers`; the whole folder for tasks of no source)."""
     if not source:
         fs.remove(folder)
         return
     fs.remove(fs.join(folder, source))
-    fs.remove(fs.join(folder, f"{source}.json"))
+    for path in source_markers(folder, source):
+        fs.remove(path)
+
+
+def source_markers(folder: str, source: str) -> list[str]:
+    """The markers of a phase's tasks of a whole source: `<source>.json`, or `<source>.<part>.json` where a source's
+    work is in parts (pack's merge: a task per format). Source names have no dots."""
+    return [fs.join(folder, f"{source}.json"), *fs.glob(fs.join(folder, f"{source}.*.json"))]

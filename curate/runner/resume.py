@@ -22,7 +22,7 @@ from curate.io import fs
 from curate.rundir import RunDir
 from curate.rundir.layout import ACCOUNTING
 from curate.runner.shardkeys import ShardInputs
-from curate.runner.phaserunner import remove_source
+from curate.runner.phaserunner import remove_source, source_markers
 from curate.stages.base import Stage
 
 log = logging.getLogger("curate")
@@ -157,7 +157,8 @@ def _report(stage: Stage, changed: dict[str, str], gone: list[str], running: boo
 
 def remove_shard_outputs(run: RunDir, stage: Stage, source: str, shards: list[str], whole: bool = True) -> None:
     """Some shards' outputs of a stage and the markers of its unkeyed phases. A task of the whole source (its marker is
-    `<phase>/<source>.json`: pack's merge) read every shard, so it goes too when `whole`: when a shard is stale or new;
+    `<phase>/<source>.json` or `<phase>/<source>.<part>.json`: pack's merge) read every shard, so it goes too when
+    `whole`: when a shard is stale or new;
     with every shard's key the same it still holds (an append that moved another source's epochs merges only the
     sources with a shard packed again)."""
     for shard in shards:
@@ -167,7 +168,8 @@ def remove_shard_outputs(run: RunDir, stage: Stage, source: str, shards: list[st
         name = phase.rstrip("/").rsplit("/", 1)[-1]
         if not name.endswith(".json") and not fs.exists(run.phase_key(stage.name, name)):
             if whole:
-                fs.remove(fs.join(phase, f"{source}.json"))
+                for path in source_markers(phase, source):
+                    fs.remove(path)
             for shard in shards:
                 fs.remove(fs.join(phase, source, f"{shard}.json"))
 

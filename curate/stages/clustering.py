@@ -68,14 +68,12 @@ def cluster(c: Clustering, run: RunDir, jobs: list[ShardJob], run_phase: PhaseRu
         shingling = Shingling(**{**c.shingling, "normalize": tuple(c.shingling["normalize"])})
         run_phase(phase("verify-a", shards, partial(column, run, "text", partial(verify.verify_a, g, shingling))))
         run_phase(phase("verify-b", shards, partial(column, run, "text", partial(verify.verify_b, g, shingling, c.verify))))
-    run_phase(phase("init", parts, partial(graph.init, g)))
-    for rnd in range(c.max_rounds):
-        run_phase(phase(f"send-{rnd}", parts, partial(graph.send, g, rnd)))
-        if sum(r["changed"] for r in run_phase(phase(f"receive-{rnd}", parts, partial(graph.receive, g, rnd)))) == 0:
-            final = rnd + 1
-            break
+    started = run_phase(phase("init", parts, partial(graph.init, g)))
+    if sum(r["in"] + r.get("edges", graph.IN_MEMORY) for r in started) <= graph.IN_MEMORY:
+        run_phase(phase("label", [Task("all", "the whole graph", "all")], partial(graph.label, g)))
+        final = 1
     else:
-        raise CurateError(f"stage '{c.stage}': components did not converge in {c.max_rounds} rounds")
+        final = _rounds(c, run_phase, parts)
     if c.sound is not None:
         sound_phases.settle(c, run, shards, parts, final, run_phase)
     else:
@@ -87,6 +85,15 @@ def cluster(c: Clustering, run: RunDir, jobs: list[ShardJob], run_phase: PhaseRu
     if ran:   # the reuse line of the other steps: the graph is settled whole, every partition (a resumed run: the rest)
         log.info("[%s] %d of %d partitions reused, %d recomputed (the whole graph is labelled again)",
                  c.stage, len(parts) - ran, len(parts), ran)
+
+
+def _rounds(c: Clustering, run_phase: PhaseRunner, parts: list[Task]) -> int:
+    """Label propagation, a partition a task, until no label changes; the last round's number."""
+    for rnd in range(c.max_rounds):
+        run_phase(phase(f"send-{rnd}", parts, partial(graph.send, c.graph, rnd)))
+        if sum(r["changed"] for r in run_phase(phase(f"receive-{rnd}", parts, partial(graph.receive, c.graph, rnd)))) == 0:
+            return rnd + 1
+    raise CurateError(f"stage '{c.stage}': components did not converge in {c.max_rounds} rounds")
 
 
 def cluster_ids(labels: np.ndarray, names: dict[int, str]) -> np.ndarray:

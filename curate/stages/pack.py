@@ -101,7 +101,11 @@ class PackStage(Stage):
         plan = self.run.record(self.upstream["mix"], MixRecord).plan if "mix" in self.upstream else None
         packed = run_phase(Phase(ACCOUNTING, tasks, partial(self.pack, tok, plan), accounts=True, concurrent=True))
         sources = [s for s in self.pipeline.priority if any(t.source == s for t in tasks)]
-        merge = [Task(s, f"source '{s}'", s) for s in sources]
+        for source in sources:   # the files of a format an earlier run asked for and this one does not
+            for name in sorted(set(format_names()) - set(self.formats)):
+                for suffix in token_format(name).all_suffixes():
+                    fs.remove(self.run.token_prefix(self.name, source) + suffix)
+        merge = [Task(f"{s}.{name}", f"source '{s}' {name}", (s, name)) for s in sources for name in self.formats]
         run_phase(Phase("merge", merge, partial(self.merge, tok, [(t.source, t.shard) for t in tasks]), concurrent=True))
         outputs = {}
         for source in sources:
@@ -128,15 +132,14 @@ class PackStage(Stage):
                 "copies": int(stats["docs"]), "tokens": int(stats["tokens"]), "sequences": int(stats["sequences"]),
                 "docs_split": int(stats["docs_split"]), "chunks": int(stats["chunks"]), "seq_len": self.options["seq_len"]}
 
-    def merge(self, tok: TokenizerRecord, shards: list[tuple[str, str]], source: str) -> dict:
-        """Each format concatenates a source's shards (sequences, documents and their ends) in shard order."""
+    def merge(self, tok: TokenizerRecord, shards: list[tuple[str, str]], job: tuple[str, str]) -> dict:
+        """One format of a source: its shards (sequences, documents and their ends) and their maps concatenated in shard
+        order. A task per format, so that a source's formats merge at once (an append that grows one source merges
+        only that one)."""
+        source, name = job
         parts = [self.run.token_shard(self.name, source, shard) for s, shard in shards if s == source]
-        prefix = self.run.token_prefix(self.name, source)
-        for name in sorted(set(format_names()) - set(self.formats)):   # merged by an earlier run that asked for it
-            for path in token_format(name).all_suffixes():
-                fs.remove(prefix + path)
-        for name in self.formats:
-            token_format(name).merge(prefix, parts, vocab_size=tok.vocab_size, tokenizer_name=tok.name)
-        if maps := {name: prefix + token_format(name).map_suffix for name in self.formats if token_format(name).map_suffix}:
-            merge_maps(maps, [part + SHARD_MAPS for part in parts])
+        prefix, form = self.run.token_prefix(self.name, source), token_format(name)
+        form.merge(prefix, parts, vocab_size=tok.vocab_size, tokenizer_name=tok.name)
+        if form.map_suffix:
+            merge_maps({name: prefix + form.map_suffix}, [part + SHARD_MAPS for part in parts])
         return {"in": 0, "shards": len(parts)}

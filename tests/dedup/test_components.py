@@ -113,3 +113,52 @@ def test_node_packing_round_trips():
     assert nodes.shard_of(packed).tolist() == [12345] * 3
     assert nodes.row_of(packed).tolist() == rows.tolist()
     assert (nodes.pack(0, 5, rows) < nodes.pack(1, 0, rows)).all()
+
+
+def test_smallest_matches_union_find_on_random_graphs_and_chains():
+    rng = np.random.default_rng(1)
+    for n, m in ((1, 0), (50, 10), (400, 300), (2000, 3000)):
+        u, v = rng.integers(0, n, m), rng.integers(0, n, m)
+        assert components.smallest(n, u, v).tolist() == _union_find(n, zip(u.tolist(), v.tolist()))
+    order = rng.permutation(500)   # a chain whose nodes are numbered at random: hooks go every way
+    u, v = order[:-1], order[1:]
+    assert components.smallest(500, u, v).tolist() == [0] * 500
+
+
+def test_one_task_labels_the_graph_as_the_rounds_do(tmp_path):
+    """`graph.label` (the whole graph at once) leaves every partition the labels the send/receive rounds converge to,
+    ranks `hi` first."""
+    from curate.dedup import graph
+
+    rng = np.random.default_rng(2)
+    n = 3000
+    ids = np.unique(np.concatenate([nodes.pack(p, s, rng.integers(0, 1000, n // 30)) for p in range(3) for s in range(10)]))
+    n = len(ids)
+    pick = rng.integers(0, n, (2, 2500))
+    u, v = ids[pick[0]], ids[pick[1]]
+    keep = u != v
+    u, v = u[keep], v[keep]
+    rank = {int(i): int(h) for i, h in zip(ids, rng.integers(0, 5, n).astype(U64))}
+
+    def hi(x):
+        return np.array([rank[int(i)] for i in x], U64)
+
+    labels = {}
+    for way in ("label", "rounds"):
+        g = graph.GraphDir(str(tmp_path / way), 4)
+        graph.write_edges(g, "00000", u, v, hi(u), hi(v))
+        for p in range(4):
+            graph.init(g, p)
+        if way == "label":
+            graph.label(g, "all")
+            final = 1
+        else:
+            for rnd in range(100):
+                for p in range(4):
+                    graph.send(g, rnd, p)
+                if sum(graph.receive(g, rnd, p)["changed"] for p in range(4)) == 0:
+                    final = rnd + 1
+                    break
+            assert final > 2, "the rounds had nothing to propagate: the test shows nothing"
+        labels[way] = [{k: g.labels(final, p)[k].tolist() for k in ("node", "hi", "label_hi", "label_lo")} for p in range(4)]
+    assert labels["label"] == labels["rounds"]

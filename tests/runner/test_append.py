@@ -408,7 +408,7 @@ def test_a_removed_file_takes_its_kept_token_ids_with_it(corpus, monkeypatch, tm
     _dolma(late, [(f"late-{i}", f"a late page number {i} on pottery and kilns " * 25) for i in range(6)])
 
     def kept_ids() -> set[str]:
-        return {f"{p.parent.name}/{p.stem}" for p in (ws / "run/_work/tokenize/tokens").glob("*/*/*.parquet")}
+        return {f"{p.parent.name}/{p.stem}" for p in (ws / "run/_work/tokenize/tokens").glob("*/*/*.arrow")}
 
     def shards() -> set[str]:
         return {f"{p.parent.name}/{p.stem}" for p in (ws / "run/docs").glob("*/*.parquet")}
@@ -501,7 +501,7 @@ def test_an_append_that_moves_a_repeated_sources_epochs_repacks_only_the_shards_
     assert new <= redone("pack") <= old | new, sorted(redone("pack"))
     assert old - redone("pack"), "every old dclm shard was packed again, as if keyed by dclm's epochs"
     merged = {k for k, t in markers(ws / "run").items() if k.startswith("pack/merge/") and before.get(k) != t}
-    assert merged == {"pack/merge/dclm.json"}, merged   # the other sources' shards are all as they were: not merged again
+    assert merged == {"pack/merge/dclm.megatron.json", "pack/merge/dclm.datatrove.json"}, merged   # the other sources' shards are all as they were: not merged again
     _equals_fresh(ws, "a repeated source's epochs moved")
 
 

@@ -54,6 +54,23 @@ TWO_PAIRS = """  tok_eos: {use: tokenize, tokenizer: gpt2}
 """
 
 
+def test_a_format_no_longer_asked_for_leaves_with_its_map_and_the_others_merge_as_before(tmp_path):
+    """Each format merges in a task of its own: dropping datatrove removes its merged files and map, and megatron's
+    files are those of a run that never asked for datatrove."""
+    steps = "  tokenize: {}\n  pack: {seq_len: 64, formats: [megatron, datatrove]}\n"
+    f = _pipeline(tmp_path, steps)
+    assert run_cli(f, "--output", tmp_path / "run", "--inline", "-q", "--no-report") == 0
+    assert all((tmp_path / "run/pack" / f"{s}{suffix}").is_file() for s in TEXTS for suffix in (".ds", ".ds.map.parquet"))
+    f.write_text(f.read_text().replace("formats: [megatron, datatrove]", "formats: [megatron]"))
+    assert run_cli(f, "--output", tmp_path / "run", "--inline", "-q", "--no-report") == 0
+    assert run_cli(f, "--output", tmp_path / "fresh", "--inline", "-q", "--no-report") == 0
+    for run in ("run", "fresh"):
+        assert sorted(p.name for p in (tmp_path / run / "pack").iterdir() if p.is_file()) == sorted(
+            f"{s}{suffix}" for s in TEXTS for suffix in (".bin", ".idx", ".idx.map.parquet"))
+    for name in ("web.bin", "web.idx", "web.idx.map.parquet", "books.bin"):
+        assert (tmp_path / "run/pack" / name).read_bytes() == (tmp_path / "fresh/pack" / name).read_bytes()
+
+
 def test_two_tokenize_and_pack_pairs_write_apart_and_both_verify(tmp_path):
     f = _pipeline(tmp_path, TWO_PAIRS)
     run = tmp_path / "run"
