@@ -30,10 +30,11 @@ from curate.dedup.shuffle import partition_of, split
 from curate.io import fs
 
 U64 = np.uint64
-IN_MEMORY = 20_000_000
-"""Nodes plus edges (each direction) under which one task labels the whole graph (`label`): ~1 GB of arrays at the
-cap. A 1M-document dedup's ~140,000 nodes took 13 rounds of P `send` and P `receive` tasks (3 s, ~200 files) to do
-what `components.smallest` does in 0.1 s; a larger graph keeps the rounds, one partition in memory a task."""
+IN_MEMORY = 8_000_000
+"""Nodes plus edges (each direction) up to which one task labels the whole graph (`label`): at the cap ~300 MB of
+arrays and ~4 s, about a 10M-document corpus's graph. A 1M-document dedup's ~140,000 nodes took 13 rounds of P `send`
+and P `receive` tasks (3 s, ~200 files) to do what `components.smallest` does in 0.1 s; a larger graph keeps the
+rounds, one partition in memory a task."""
 
 
 @dataclass(frozen=True)
@@ -101,12 +102,14 @@ def label(g: GraphDir, task: str) -> dict:
     place = np.empty(len(node), np.int64)
     place[rank] = np.arange(len(node))
     by_node = np.argsort(node)
+    sorted_node = node[by_node]
 
-    def placed(ids):
-        return place[by_node[np.searchsorted(node, ids, sorter=by_node)]]
+    def placed(ids):   # (searchsorted with `sorter` took 2 us a query: 15 s at 8M)
+        return place[by_node[np.searchsorted(sorted_node, ids)]]
 
     u, v = (np.concatenate([e[k] for e in edges]) for k in ("u", "v"))
-    first = rank[components.smallest(len(node), placed(u), placed(v))[place]]   # each node's component's first node
+    once = u < v   # (the adjacency holds each edge both ways)
+    first = rank[components.smallest(len(node), placed(u[once]), placed(v[once]))[place]]   # each node's component's first
     at = 0
     for p, q in enumerate(parts):
         mine = first[at:at + len(q["node"])]

@@ -42,7 +42,7 @@ class DedupStage(ClusterStage):
         "minhash": Field((str,), default=None, nullable=True, doc="the minhash step to read (default: the last one before this)"),
         "policy": Field((str,), default="cross_source", choices=list(POLICIES)),
         "max_rounds": Field((int,), default=100, min=1, max=100_000,
-                            doc="label propagation rounds before giving up (graphs of over 20M nodes and edges: one task labels a smaller one)"),
+                            doc="label propagation rounds before giving up (graphs of over 8M nodes and edges: one task labels a smaller one)"),
         "verify": Field((float,), default=None, nullable=True, min=0.0, max=1.0,
                         doc="keep a candidate pair only if the exact Jaccard of its shingle sets reaches this"),
         "mode": Field((str,), default="sound", choices=["sound", "unverified"],

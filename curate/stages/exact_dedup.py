@@ -51,7 +51,7 @@ class ExactDedupStage(ClusterStage):
         "whitespace": Field((bool,), default=True, doc="collapse runs of whitespace and trim"),
         "partitions": Field((int,), default=None, nullable=True, min=1, max=100_000, doc="default: one per 250,000 documents"),
         "max_rounds": Field((int,), default=100, min=1, max=100_000,
-                            doc="label propagation rounds before giving up (graphs of over 20M nodes and edges: one task labels a smaller one)"),
+                            doc="label propagation rounds before giving up (graphs of over 8M nodes and edges: one task labels a smaller one)"),
     }
 
     def execute(self, tasks, run_phase) -> None:

@@ -47,3 +47,24 @@ def test_side_table_rows_carry_source_and_keep_one_schema_when_empty(tmp_path):
     assert pq.read_schema(tmp_path / "empty.parquet").remove_metadata() == pq.read_schema(tmp_path / "full.parquet").remove_metadata()
     assert pq.read_table(tmp_path / "full.parquet").to_pylist() == [{"source": "fwe", "id": "a", "score": 1.0}]
     assert with_source(pa.table({"source": ["x"]}), "zyda").column_names == ["source", "source_column"]
+
+
+def test_the_docs_schema_is_read_once_for_the_same_files_and_again_when_one_changes(tmp_path, monkeypatch):
+    """A step asks for its docs' shared schema per source and once whole: the footers are read once while the files
+    hold, and a docs file replaced (a new column) is read again."""
+    from curate.rundir import RunDir, tables
+
+    from conftest import write_docs
+
+    run = RunDir(str(tmp_path / "run"))
+    write_docs(run, {"web": ["a", "b", "c"], "books": [{"text": "d", "year": 1999}]}, shard_rows=2)
+    shards = [("web", "00000"), ("web", "00001"), ("books", "00000")]
+    calls = []
+    read = tables.DocumentSchema._read_docs.__func__
+    monkeypatch.setattr(tables.DocumentSchema, "_read_docs", classmethod(lambda cls, r, s: calls.append(len(s)) or read(cls, r, s)))
+    first = DocumentSchema.of_docs(run, shards).schema
+    assert DocumentSchema.of_docs(run, shards).schema.equals(first) and calls == [3]
+    assert "year" in first.names and "pages" not in first.names
+    pq.write_table(pa.table({"id": ["web-2"], "text": ["c"], "pages": [12]}), run.docs("web", "00001") + ".new")
+    (tmp_path / "run/docs/web/00001.parquet.new").rename(run.docs("web", "00001"))
+    assert "pages" in DocumentSchema.of_docs(run, shards).schema.names and calls == [3, 3]

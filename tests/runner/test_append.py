@@ -501,7 +501,8 @@ def test_an_append_that_moves_a_repeated_sources_epochs_repacks_only_the_shards_
     assert new <= redone("pack") <= old | new, sorted(redone("pack"))
     assert old - redone("pack"), "every old dclm shard was packed again, as if keyed by dclm's epochs"
     merged = {k for k, t in markers(ws / "run").items() if k.startswith("pack/merge/") and before.get(k) != t}
-    assert merged == {"pack/merge/dclm.megatron.json", "pack/merge/dclm.datatrove.json"}, merged   # the other sources' shards are all as they were: not merged again
+    # the other sources' shards are all as they were: not merged again
+    assert merged == {"pack/merge/dclm.megatron.json", "pack/merge/dclm.datatrove.json"}, merged
     _equals_fresh(ws, "a repeated source's epochs moved")
 
 
