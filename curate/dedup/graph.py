@@ -52,8 +52,14 @@ class GraphDir:
         return self.path("adjacency", f"p={p:05d}{WORK}")
 
     def labels(self, rnd: int, p: int) -> dict[str, np.ndarray]:
-        return read_columns(self.path("labels", f"r={rnd:03d}", f"p={p:05d}{WORK}"), ["node", "hi", "label_hi", "label_lo"],
+        return read_columns(self._labels(rnd, p), ["node", "hi", "label_hi", "label_lo"],
                             {"node": U64, "hi": U64, "label_hi": U64, "label_lo": U64})
+
+    def write_labels(self, rnd: int, p: int, node, hi, label_hi, label_lo) -> None:
+        write_columns(self._labels(rnd, p), node=node, hi=hi, label_hi=label_hi, label_lo=label_lo)
+
+    def _labels(self, rnd: int, p: int) -> str:
+        return self.path("labels", f"r={rnd:03d}", f"p={p:05d}{WORK}")
 
 
 def buckets(g: GraphDir, bands: str, verify: bool, numbers: dict | None, p: int) -> dict:
@@ -86,7 +92,7 @@ def init(g: GraphDir, p: int) -> dict:
     cols = bundles.receive(g.path("nodes"), bundles.partition(p), ["node", "hi"], {"node": U64, "hi": U64})
     node, first = np.unique(cols["node"], return_index=True)
     hi = cols["hi"][first]
-    write_columns(g.path("labels", "r=000", f"p={p:05d}{WORK}"), node=node, hi=hi, label_hi=hi, label_lo=node)
+    g.write_labels(0, p, node, hi, hi, node)
     edges = bundles.receive(g.path("edges"), bundles.partition(p), ["u", "v"], {"u": U64, "v": U64})
     write_columns(g.adjacency(p), u=edges["u"], v=edges["v"])
     return {"in": len(node), "edges": len(edges["u"])}
@@ -113,8 +119,7 @@ def label(g: GraphDir, task: str) -> dict:
     at = 0
     for p, q in enumerate(parts):
         mine = first[at:at + len(q["node"])]
-        write_columns(g.path("labels", "r=001", f"p={p:05d}{WORK}"), node=q["node"], hi=q["hi"], label_hi=hi[mine],
-                      label_lo=node[mine])
+        g.write_labels(1, p, q["node"], q["hi"], hi[mine], node[mine])
         at += len(q["node"])
     return {"in": len(node), "edges": len(u)}
 
@@ -133,8 +138,7 @@ def receive(g: GraphDir, rnd: int, p: int) -> dict:
     msg = bundles.receive(g.path("messages", f"r={rnd:03d}"), bundles.partition(p), ["target", "hi", "lo"],
                           {"target": U64, "hi": U64, "lo": U64})
     hi, lo, changed = components.receive(lab["node"], lab["label_hi"], lab["label_lo"], msg["target"], msg["hi"], msg["lo"])
-    write_columns(g.path("labels", f"r={rnd + 1:03d}", f"p={p:05d}{WORK}"), node=lab["node"], hi=lab["hi"],
-                  label_hi=hi, label_lo=lo)
+    g.write_labels(rnd + 1, p, lab["node"], lab["hi"], hi, lo)
     return {"in": len(lab["node"]), "changed": changed}
 
 

@@ -28,6 +28,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from curate.io import fs
+from curate.io.ipc import IpcSink
 
 SCHEMA = pa.schema([("sequence", pa.int64()), ("chunk", pa.int64()), ("offset", pa.int32()), ("token", pa.int64()),
                     ("length", pa.int32()), ("source", pa.string()), ("id", pa.string()), ("doc_offset", pa.int64()),
@@ -98,10 +99,10 @@ FORMATS = b"curate.formats"   # a shard's maps file: {format: rows}, the formats
 def write_shard_maps(path: str, tables: dict[str, pa.Table]) -> None:
     """One shard's map of each format (`map_table`), in one file (`SHARD_MAPS`)."""
     schema = SCHEMA.with_metadata({FORMATS: json.dumps({name: t.num_rows for name, t in tables.items()})})
-    with fs.AtomicWriter(path) as handle, pa.ipc.new_file(handle, schema) as writer:
+    with IpcSink(path, schema, pa.ipc.IpcWriteOptions()) as sink:
         for table in tables.values():
             if table.num_rows:
-                writer.write_table(table.replace_schema_metadata(schema.metadata))
+                sink.write(table)
 
 
 def _counts(part: str) -> dict[str, int]:
