@@ -16,7 +16,7 @@ from __future__ import annotations
 import json
 import os
 import threading
-from typing import Callable, Iterable
+from typing import Callable, Iterable, Iterator
 
 import numpy as np
 import pyarrow as pa
@@ -30,10 +30,11 @@ SMALL_BATCH = 1024     # rows a batch, on average, under which a bundle is writt
 SHARDS = b"shards"   # schema metadata: the receiving shards' tags, in batch order
 
 
-def send(folder: str, origin: str, parts: Iterable[tuple[int, dict[str, np.ndarray]]], name: Callable[[int], str] = tag_of) -> None:
+def send(folder: str, origin: str, parts: Iterable[tuple[int, dict[str, np.ndarray]]], name: Callable[[int], str] = tag_of,
+         options: pa.ipc.IpcWriteOptions | None = None) -> None:
     """Write `(key, columns)` parts as the bundle `folder/from-<origin>`, each batch under `name(key)` (a docs shard's
     tag by default; `partition` for a node partition): replaces what an earlier try of the same task sent (nothing to
-    send removes it)."""
+    send removes it). `options`: how buffers are written (default: by batch size, below)."""
     path = fs.join(folder, f"from-{origin}{WORK}")
     tags, batches, fields = [], [], None
     for key, columns in parts:
@@ -49,7 +50,7 @@ def send(folder: str, origin: str, parts: Iterable[tuple[int, dict[str, np.ndarr
     # buffer of each batch a frame to undo (~75 us a batch against ~18 read in place) and saves nothing at that size
     rows = sum(len(arrays[0]) for arrays in batches)
     schema = pa.schema(fields, metadata={SHARDS: json.dumps(tags).encode()})
-    options = PLAIN if rows < SMALL_BATCH * len(batches) else IPC
+    options = options or (PLAIN if rows < SMALL_BATCH * len(batches) else IPC)
     with fs.AtomicWriter(path) as handle, pa.ipc.new_file(handle, schema, options=options) as writer:
         for arrays in batches:
             writer.write_batch(pa.RecordBatch.from_arrays(arrays, schema=schema))
@@ -118,6 +119,15 @@ def receive_from(folder: str, origins: Iterable[str], tag: str, names: list[str]
     at 1M documents), a receiver that knows who wrote to it opens those few rather than every one."""
     paths = [fs.join(folder, f"from-{origin}{WORK}") for origin in origins]
     return _gather([p for p in paths if fs.exists(p)], tag, names, dtypes)
+
+
+def batches(folder: str, tag: str) -> Iterator[pa.RecordBatch]:
+    """Each batch sent to `tag` under `folder`, one bundle at a time (a mapped bundle's batch is a view of its pages:
+    a partition's signatures are never all read into memory at once)."""
+    for path in _bundles(folder):
+        reader, index = _open(path)
+        if tag in index:
+            yield reader.get_batch(index[tag])
 
 
 def _gather(paths: list[str], tag: str, names: list[str], dtypes: dict) -> dict[str, np.ndarray]:

@@ -24,7 +24,8 @@ import pyarrow as pa
 
 from curate.dedup import bundles, components, nodes
 from curate.dedup.candidates import bucket_edges
-from curate.dedup.layout import WORK, read_bands, read_columns, read_tables, tag_of, write_columns, write_frame
+from curate.dedup.band_cache import read_bands
+from curate.dedup.layout import WORK, read_columns, read_tables, tag_of, write_columns, write_frame
 from curate.dedup.policy import removed_mask
 from curate.dedup.shuffle import partition_of, split
 from curate.io import fs
@@ -62,9 +63,10 @@ class GraphDir:
         return self.path("labels", f"r={rnd:03d}", f"p={p:05d}{WORK}")
 
 
-def buckets(g: GraphDir, bands: str, verify: bool, numbers: dict | None, p: int) -> dict:
-    """`numbers`: (source, shard) -> (priority, index) where the band files are a minhash step's (`layout.read_bands`)."""
-    cols = read_bands(bands, p, numbers)
+def buckets(g: GraphDir, bands: str, verify: bool, numbers: dict | None, keep: str | None, p: int) -> dict:
+    """`numbers`: (source, shard) -> (priority, index) where the band files are a minhash step's; `keep`: where their
+    rows are kept across runs, a file a partition (`curate.dedup.band_cache`)."""
+    cols = read_bands(bands, p, numbers, keep)
     u, v = bucket_edges(cols["band"], cols["key"], cols["node"])
     hi_u, hi_v = lookup(cols["node"], cols["hi"], u), lookup(cols["node"], cols["hi"], v)
     if verify:  # candidates go to the docs shard of u first

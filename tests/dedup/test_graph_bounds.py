@@ -7,9 +7,9 @@ from dataclasses import fields
 import numpy as np
 import pyarrow as pa
 
-from curate.dedup import graph, nodes, sound
+from curate.dedup import bundles, graph, nodes, sound
 from curate.dedup.graph import GraphDir
-from curate.dedup.layout import PLAIN, WORK, PartitionedSink, read_frame, write_frame
+from curate.dedup.layout import PLAIN, WORK, PartitionedSink, read_frame
 from curate.dedup.signature_store import fixed_lists
 from curate.dedup.settle import Settled, settle_members
 
@@ -52,15 +52,15 @@ def test_a_giant_clusters_settling_stays_within_a_memory_cap():
 
 
 def _gathered(g, members, seed=4):
-    """A partition's gathered rows: one giant cluster (label 0) and 200 pairs, in 3 files as 3 docs shards send them."""
+    """A partition's gathered rows: one giant cluster (label 0) and 200 pairs, in 3 bundles as 3 docs shards send them."""
     comp, _, sig = _giant(members, seed)
     node = np.concatenate([nodes.pack(q, 0, np.arange(q, members, 4) // 4) for q in range(4)])
     label = np.where(np.arange(members) < members - 400, 0, node[(np.arange(members) // 2) * 2])
     hi = (nodes.priority_of(node).astype(np.uint64) << np.uint64(32)) | nodes.row_of(node).astype(np.uint64)
     for i, rows in enumerate(np.array_split(np.random.default_rng(seed).permutation(members), 3)):
-        write_frame(g.path("sound", "gathered", "p=00000", f"from-{i}{WORK}"),
-                    pa.table({"node": node[rows], "label": label[rows].astype(np.uint64), "hi": hi[rows],
-                              "length": np.full(len(rows), 100, np.int64), "sig": fixed_lists(sig[rows])}), PLAIN)
+        bundles.send(g.path("sound", "gathered"), f"{i:02d}-{0:07d}", [(0, {
+            "node": node[rows], "label": label[rows].astype(np.uint64), "hi": hi[rows], "length": np.full(len(rows), 100, np.int64),
+            "sig": fixed_lists(sig[rows])})], bundles.partition, PLAIN)
 
 
 def test_a_giant_clusters_signatures_settle_from_disk_to_the_same_state(tmp_path):
@@ -99,7 +99,7 @@ def test_components_over_many_partitions_equal_a_plain_union_find(tmp_path):
                              "row": np.repeat(row, bands), "tie": np.repeat(row, bands)}))
     g = GraphDir(str(tmp_path / "graph"), partitions)
     for p in range(partitions):
-        graph.buckets(g, str(root), False, {("src", "s0"): (0, 0)}, p)
+        graph.buckets(g, str(root), False, {("src", "s0"): (0, 0)}, str(tmp_path / "kept"), p)
     for p in range(partitions):
         graph.init(g, p)
     for rnd in range(100):

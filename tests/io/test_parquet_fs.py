@@ -66,3 +66,16 @@ def test_remove_takes_files_folders_and_links_by_their_literal_names(tmp_path):
         fs.remove(str(tmp_path / name))
         assert not fs.exists(str(tmp_path / name)) and not (tmp_path / name).is_symlink()
     assert (tmp_path / "target" / "kept.txt").read_bytes() == b"kept" and (tmp_path / "a1.parquet").exists()
+
+
+@pytest.mark.skipif(not hasattr(os, "posix_fadvise"), reason="no posix_fadvise on this platform")
+def test_prefetch_asks_for_local_files_that_exist_up_to_its_budget(tmp_path, monkeypatch):
+    asked = []
+    monkeypatch.setattr(os, "posix_fadvise", lambda fd, offset, length, advice: asked.append(os.fstat(fd).st_size))
+    for name, size in (("a", 10), ("b", 20), ("c", 30)):
+        (tmp_path / name).write_bytes(b"x" * size)
+    paths = [str(tmp_path / n) for n in ("a", "gone", "b", "c")]
+    assert fs.prefetch(paths) == 3 and asked == [10, 20, 30]
+    asked.clear()
+    assert fs.prefetch(paths, budget=35) == 2 and asked == [10, 20]   # the first files that fit
+    assert fs.prefetch(["memory://bucket/a"]) == 0                     # not local: nothing asked
