@@ -3,7 +3,8 @@ files of its new or changed shards, not one small file per docs shard.
 
 The minhash step writes a docs shard's band rows as one file per partition (an append reuses those of every unchanged
 shard), so a 1M-document dedup's `buckets` opened 1,167 files a partition. Read cold, days after they were written (as
-an append reads them), each cost ~4 ms on the disks measured: 6.1 of a 1M append's 18.9 s of dedup, against 2.1 warm.
+an append reads them), each cost ~4 ms on the disks measured: 6.1 of a 1M append's 18.9 s of dedup, against 2.1 warm
+(through this file: 1.9-2.3 s, read cold).
 The kept file (`<keep>/p=<partition>.arrow`, Arrow IPC, uncompressed: random bits) holds the rows (band, key, row,
 tie) of each shard it was made from, with each band file's `stat` when it was read; a shard's rows are taken from it
 while its band file's `stat` is the same and the file had settled before it was read (`curate.rundir.digests`'s rule:
