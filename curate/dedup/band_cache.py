@@ -7,8 +7,8 @@ an append reads them), each cost ~4 ms on the disks measured: 6.1 of a 1M append
 (through this file: 1.9-2.3 s, read cold).
 The kept file (`<keep>/p=<partition>.arrow`, Arrow IPC, uncompressed: random bits) holds the rows (band, key, row,
 tie) of each shard it was made from, with each band file's `stat` when it was read; a shard's rows are taken from it
-while its band file's `stat` is the same and the file had settled before it was read (`curate.rundir.digests`'s rule:
-curate replaces a file by renaming a new one over it, never in place). The rows are the band files' own, so the graph
+while its band file's `stat` is the same and the file had settled before it was read (`fs.SETTLED_NS`, the kept
+digests' rule: curate replaces a file by renaming a new one over it, never in place). The rows are the band files' own, so the graph
 is the same with or without it; on an object store (no `stat` to trust) the band files are read as before."""
 
 from __future__ import annotations
@@ -23,13 +23,12 @@ import pyarrow as pa
 from curate.dedup import nodes
 from curate.dedup.layout import PLAIN, WORK, read_columns, read_frame
 from curate.io import fs
+from curate.io.fs import SETTLED_NS   # a band file unchanged this long before it was read may be trusted by its stat
 from curate.io.ipc import read_ipc, write_ipc
 
 COLUMNS = {"band": np.uint16, "key": np.uint64, "row": np.uint64, "tie": np.uint64}
 SHARDS = b"shards"   # schema metadata: [source, shard, stat identity, rows] of each shard, in row order
 BANDS = b"bands"     # schema metadata: the minhash folder the rows came from
-SETTLED_NS = 2_000_000_000   # a band file unchanged this long before it was read may be trusted by its stat (as the
-                             # kept digests of `curate.rundir.digests`, a layer above this one)
 
 
 def read_bands(bands: str, p: int, numbers: dict[tuple[str, str], tuple[int, int]] | None, keep: str | None = None) -> dict[str, np.ndarray]:
@@ -59,21 +58,24 @@ def read(bands: str, p: int, keep: str | None) -> tuple[list[tuple[str, str]], d
     """Partition `p`'s band rows of every docs shard under `bands` (`p=<p>/<source>/<shard>.arrow`): the shards in
     (source, shard) order, and their rows, concatenated in that order with `shard` (an index into the shards). With
     `keep` (a local folder), through the kept file there, which is written again when a shard was read or dropped."""
-    files = {tuple(path.rstrip("/").rsplit("/", 2)[-2:]): path for path in fs.glob(fs.join(bands, f"p={p:05d}", "*", f"*{WORK}"))}
-    shards = sorted((source, name.removesuffix(WORK)) for source, name in files)
+    files = {}
+    for path in fs.glob(fs.join(bands, f"p={p:05d}", "*", f"*{WORK}")):
+        source, name = path.rstrip("/").rsplit("/", 2)[-2:]
+        files[(source, name.removesuffix(WORK))] = path
+    shards = sorted(files)
     local = keep is not None and fs.is_local(fs.filesystem(bands)[0]) and fs.is_local(fs.filesystem(keep)[0])
     kept, entries = _load(kept_path(keep, p), bands) if local else (None, {})
-    stats = [_identity(files[(source, f"{shard}{WORK}")]) if local else None for source, shard in shards]
+    stats = [_identity(files[shard]) if local else None for shard in shards]
     trusted = [st is not None and (e := entries.get(shard)) is not None and e["stat"] == list(st[:4]) and e["settled"]
                for shard, st in zip(shards, stats)]
-    fs.prefetch([files[(source, f"{shard}{WORK}")] for (source, shard), ok in zip(shards, trusted) if not ok])
+    fs.prefetch([files[shard] for shard, ok in zip(shards, trusted) if not ok])
     parts, seen = [], []
     for (source, shard), st, ok in zip(shards, stats, trusted):
         if ok:
             entry = entries[(source, shard)]
             cols = {n: kept[n][entry["start"]:entry["start"] + entry["rows"]] for n in COLUMNS}
         else:
-            table = read_frame(files[(source, f"{shard}{WORK}")], list(COLUMNS))
+            table = read_frame(files[(source, shard)], list(COLUMNS))
             cols = {n: table.column(n).to_numpy() for n in COLUMNS}
         parts.append(cols)
         seen.append({"source": source, "shard": shard, "stat": list(st[:4]) if st else None,

@@ -259,6 +259,12 @@ def read_bytes(path: str) -> bytes:
         return f.read()
 
 
+SETTLED_NS = 2_000_000_000
+"""A file unchanged this long before it was read may later be trusted by its `stat` (size, times, inode): curate
+replaces a file by renaming a new one over it, never in place, but one written again within the clock's tick could keep
+its times ("racy git"). The kept digests (`curate.rundir.digests`) and dedup's kept band rows (`curate.dedup.band_cache`)
+both follow it."""
+
 PREFETCH_BYTES = 1 << 30   # what one `prefetch` asks for at most: the page cache of a small node keeps it until it is read
 
 

@@ -20,9 +20,9 @@ import time
 import pyarrow.compute as pc
 
 from curate.io import fs
+from curate.io.fs import SETTLED_NS   # a file unchanged this long before it was hashed keeps its digest across runs
 from curate.io.parquet import read_table
 
-SETTLED_NS = 2_000_000_000   # a file unchanged this long before it was hashed keeps its digest across runs
 VERSION = 1
 
 _cache: dict[tuple, str] = {}

@@ -73,9 +73,9 @@ class DedupStage(ClusterStage):
                        *self.settled_cache(mh, by_id)) if o["mode"] == "sound" else None)
         cluster(Clustering(self.name, GraphDir(self.graph_root(), mh.partitions), mh.bands, o["policy"], by_id,
                            o["max_rounds"], o["verify"], mh.shingling, sound, self.shard_numbers(), self.outcomes_root(),
-                           self.run.work(self.name, "buckets")),
+                           self.band_cache()),
                 self.run, self.jobs(tasks), run_phase)
-        band_cache.prune(self.run.work(self.name, "buckets"), mh.partitions)
+        band_cache.prune(self.band_cache(), mh.partitions)
         super().execute(tasks, run_phase)
         if self.outcomes_root() is not None:
             for kind in ("resolve", "accounting"):
@@ -86,6 +86,10 @@ class DedupStage(ClusterStage):
         """Its per-shard results kept across runs (`curate.rundir.outcomes`, `RUN/_work/<step>/outcomes/`); not in frozen
         mode, where a shard's counts also read the frozen mixture."""
         return self.run.work(self.name, "outcomes") if self.options["frozen"] is None else None
+
+    def band_cache(self) -> str:
+        """Each partition's band rows, kept across runs (`curate.dedup.band_cache`): `RUN/_work/<step>/buckets/`."""
+        return self.run.work(self.name, "buckets")
 
     def exact_cache(self) -> str:
         """The exact checks' results, kept across runs (`curate.dedup.exact_cache`): `RUN/_work/<step>/exact/`."""
