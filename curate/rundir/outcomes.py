@@ -79,6 +79,13 @@ def keep(folder: str, name: str, key: str, targets: dict[str, str], result: dict
     fs.write_bytes(fs.join(folder, f"{name}.json"), json.dumps({"key": key, "files": files, "result": result}).encode())
 
 
+def prefetch(folder: str) -> None:
+    """Ask for every kept result's record under `folder` at once (`fs.prefetch`) before the step's tasks read them one
+    by one: in an append, most of a thousand tasks read only theirs, days after it was written (~4 ms a file waited
+    for on a VM's disk, in turn)."""
+    fs.prefetch(fs.glob(fs.join(folder, "*", "*.json")))
+
+
 def prune(folder: str, names: set[str]) -> None:
     """Remove the kept results of everything not in `names` (shards the run no longer has)."""
     for path in fs.glob(fs.join(folder, "*", "*.json")):

@@ -46,6 +46,9 @@ class PhaseRunner:
         present = fs.files_under(self.rundir.state(stage, phase.name))  # one listing, not a request per task
         done = {i for i, m in enumerate(markers) if m in present}
         todo = [t for i, t in enumerate(phase.tasks) if i not in done]
+        fs.prefetch([markers[i] for i in sorted(done)])   # read at the end, in turn: asked of the disk together now
+        if todo and phase.prefetch is not None:
+            fs.prefetch(phase.prefetch(todo))
         if todo and self.executor is None:
             self.executor = self._start_executor()
         started = time.monotonic()

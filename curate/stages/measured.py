@@ -10,10 +10,8 @@ measurements live in `_work/<mix>/measured.json` as {source/shard: {key, stats}}
 
 from __future__ import annotations
 
-import functools
 import hashlib
 import logging
-import threading
 
 from curate.config.pipeline import canonical_json
 from curate.rundir.digests import file_digest, removed_digest, text_digests
@@ -64,17 +62,8 @@ def reuse(stage, tasks, tokenizer: str, measure) -> list[dict]:
 
 
 def tokenizer(spec: str, identity: str = ""):
-    """One tokenizer per worker process, spec and file content (measuring a shard needs only a sample of it); inline,
-    the shards' threads wait for the first to load it rather than each loading their own."""
-    with _LOADING:
-        return _tokenizer(spec, identity)
+    """The process's tokenizer of that spec and file content (measuring a shard needs only a sample of it; the tokenize
+    step uses the same one, `shared_tokenizer`)."""
+    from curate.tokens.tokenizer import shared_tokenizer
 
-
-@functools.cache
-def _tokenizer(spec: str, identity: str):
-    from curate.tokens.tokenizer import load_tokenizer
-
-    return load_tokenizer(spec, num_threads=1)
-
-
-_LOADING = threading.Lock()
+    return shared_tokenizer(spec, identity)

@@ -166,6 +166,8 @@ class MixStage(ShardStage):
         if errors := plan.pop("errors"):
             raise CurateError(errors[0])  # the first; fixing it changes the plan
         self.run.publish(self.name, MixRecord(plan))
+        if not self.holds:   # (a no-op re-run runs no task)
+            outcomes.prefetch(self.outcomes())
         super().execute(tasks, run_phase)
         outcomes.prune(self.outcomes(), {t.key for t in tasks})
 

@@ -39,6 +39,7 @@ class Phase(Generic[P]):
     changes. Without a key, the phase's results go with the stage's per-source fingerprint.
     `kernels` are compiled before the first task, timed apart. `concurrent`: its tasks may run at once in one
     process (an inline run's threads): they share nothing mutable, and `setup()` prepares only what they read.
+    `prefetch(tasks)`: the files the tasks about to run will read, asked of the disk together first (`fs.prefetch`).
     """
 
     name: str
@@ -51,6 +52,7 @@ class Phase(Generic[P]):
     outputs: tuple[str, ...] = ()
     kernels: tuple[str, ...] = ()   # numba kernels its tasks call, compiled before them (runner/kernels.py)
     concurrent: bool = False
+    prefetch: Callable[[list[Task[P]]], list[str]] | None = None
 
     @property
     def label(self) -> str:

@@ -80,7 +80,7 @@ class ShardStage(Stage):
 
     def shard_phase(self, tasks: list[Task]) -> Phase:
         return Phase(ACCOUNTING, tasks, self.run_shard, self.setup, self.resources, accounts=True, kernels=self.FACETS.kernels(self.options),
-                     concurrent=self.CONCURRENT)
+                     concurrent=self.CONCURRENT, prefetch=self.prefetch)
 
     # ---- what a stage implements ------------------------------------------------------------------
     def setup(self) -> None:
@@ -88,6 +88,11 @@ class ShardStage(Stage):
 
     def columns(self) -> list[str] | None:
         return self.COLUMNS
+
+    def prefetch(self, tasks: list[Task[ShardRef]]) -> list[str]:
+        """Files that the shards about to run read besides their documents, asked of the disk together before them
+        (`Phase.prefetch`): what an append reads that an earlier run wrote."""
+        return []
 
     def sink(self, shard: ShardRef) -> ContextManager | None:
         """Where `Output.rows` go (a ParquetSink for a side table), or None."""

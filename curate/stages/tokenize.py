@@ -67,9 +67,11 @@ class TokenizeStage(ShardStage):
         return {f"tokenizer {self.options['tokenizer']}": tokenizer_identity(self.options["tokenizer"])}
 
     def load_tokenizer(self, threads: int = 1):
-        from curate.tokens.tokenizer import load_tokenizer
+        """The process's tokenizer for these options (`shared_tokenizer`: the one the mix step measured with)."""
+        from curate.tokens.tokenizer import shared_tokenizer
 
-        return load_tokenizer(self.options["tokenizer"], backend=self.options["backend"], num_threads=threads)
+        spec = self.options["tokenizer"]
+        return shared_tokenizer(spec, canonical_json(tokenizer_identity(spec)), backend=self.options["backend"], num_threads=threads)
 
     def preflight(self) -> None:
         """An unknown tokenizer fails here, before any work, not after the stages before it ran."""
@@ -108,6 +110,12 @@ class TokenizeStage(ShardStage):
         record = self.run.record(self.name, TokenizerRecord)
         body = canonical_json({**asdict(record), "backend": self.options["backend"], "kept": cache.VERSION})
         return hashlib.sha256(body.encode()).hexdigest()[:16]
+
+    def prefetch(self, tasks) -> list[str]:
+        """The kept token ids of the shards about to run: an append writes the shards whose documents the mix's plan
+        moved from them (`run_shard`), ~2 MB a shard written by an earlier run."""
+        key = self.token_key()
+        return [self.run.work(self.name, "tokens", key, t.source, f"{t.shard}{cache.SUFFIX}") for t in tasks]
 
     def cache_path(self, shard: ShardRef) -> str:
         return self.run.work(self.name, "tokens", self.cache_key, shard.source, f"{shard.shard}{cache.SUFFIX}")

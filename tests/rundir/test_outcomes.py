@@ -43,3 +43,16 @@ def test_results_written_again_replace_the_kept_ones_and_shards_gone_are_pruned(
     outcomes.keep(folder, "dclm/s9", "k3", target, {"in": 3})
     outcomes.prune(folder, {"fwe/s1"})
     assert sorted(os.listdir(os.path.join(folder, "fwe"))) == ["s1.bundle", "s1.json"] and os.listdir(os.path.join(folder, "dclm")) == []
+
+
+def test_every_kept_record_is_asked_of_the_disk_together(tmp_path, monkeypatch):
+    """`prefetch`: the records a step's tasks read one by one (an append's dedup: ~2,000), asked for at once first."""
+    from curate.io import fs
+
+    folder, out = str(tmp_path / "kept"), tmp_path / "out"
+    for name in ("fwe/s1", "dclm/s9"):
+        outcomes.keep(folder, name, "k", {"bundle": _write(out / f"{name}.arrow", b"rows")}, {"in": 1})
+    asked = []
+    monkeypatch.setattr(fs, "prefetch", lambda paths: asked.extend(paths))
+    outcomes.prefetch(folder)
+    assert sorted(p.removeprefix(folder + "/") for p in asked) == ["dclm/s9.json", "fwe/s1.json"]

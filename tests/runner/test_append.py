@@ -6,6 +6,7 @@ source, a new source of the lowest priority, a new source of the highest priorit
 from __future__ import annotations
 
 import gzip
+import os
 import json
 import shutil
 import sys
@@ -15,6 +16,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
+from curate.io import fs
 
 from conftest import kill_9_when, run_cli
 
@@ -527,9 +529,10 @@ def test_a_source_that_grows_under_weights_rewrites_its_shards_from_kept_token_i
     _dclm(ws / "corpus/dclm/global-shard_01_of_10/local-shard_9_of_10/zzz_late.jsonl.zst", late)
     import curate.tokens.cache as cache
 
-    hashed = []
-    hashes = cache.text_hashes
+    hashed, asked = [], []
+    hashes, prefetch = cache.text_hashes, fs.prefetch
     monkeypatch.setattr(cache, "text_hashes", lambda texts: hashed.append(len(texts)) or hashes(texts))
+    monkeypatch.setattr(fs, "prefetch", lambda paths, *a: asked.extend(p for p in paths if os.path.exists(p)) or prefetch(paths, *a))
     _run(ws, "run")
     monkeypatch.setattr(cache, "text_hashes", hashes)
     assert _plan(ws / "run")["dclm"]["epochs"] < plan["dclm"]["epochs"]
@@ -539,4 +542,7 @@ def test_a_source_that_grows_under_weights_rewrites_its_shards_from_kept_token_i
     fresh = [k.removeprefix("tokenize/shards/").removesuffix(".json") for k in again - old]
     written = sum(pq.read_metadata(ws / "run/tokenize" / f"{k}.parquet").num_rows for k in fresh)
     assert len(fresh) == 1 and sum(hashed) == written, f"texts of old shards were read and hashed: {hashed}, {written}"
+    kept_ids = {p.rsplit("/", 2)[-2] + "/" + p.rsplit("/", 1)[-1].removesuffix(cache.SUFFIX) for p in asked
+                if "/_work/tokenize/tokens/" in p}
+    assert {k.removeprefix("tokenize/shards/").removesuffix(".json") for k in old & again} <= kept_ids   # asked for before read
     _equals_fresh(ws, "a source that grows under weights")

@@ -45,6 +45,18 @@ def test_finished_tasks_are_skipped_and_counts_come_in_plan_order(runner):
     assert all(r["source"] == t.source and r["shard"] == t.shard for r, t in zip(again, tasks()))
 
 
+def test_what_a_phase_reads_is_asked_of_the_disk_before_its_tasks_run(runner, monkeypatch):
+    """The markers of finished tasks (read back in turn at the end) and the files the phase says its tasks to run will
+    read (`Phase.prefetch`, given those tasks only)."""
+    runner.run("st", Phase("count", tasks(), counting([])))
+    fs.remove(runner.rundir.marker("st", "count", "books/0"))
+    asked, given, calls = [], [], []
+    monkeypatch.setattr(fs, "prefetch", lambda paths: asked.append(list(paths)))
+    runner.run("st", Phase("count", tasks(), counting(calls), prefetch=lambda todo: given.extend(todo) or [f"in/{t.key}" for t in todo]))
+    assert [t.key for t in given] == ["books/0"] and calls == [("books", 0)]
+    assert asked == [[runner.rundir.marker("st", "count", k) for k in ("web/0", "web/1", "books/1")], ["in/books/0"]]
+
+
 def test_a_keyed_phase_recomputes_only_the_source_whose_key_changed(runner):
     calls = []
     runner.run("st", Phase("score", tasks(), counting(calls), key={"web": "m1", "books": "m1"}), {"web": "u", "books": "u"})

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import os
+import sys
 
-from curate.runner.inline import InlineExecutor
+from curate.runner.inline import SWITCH_INTERVAL, InlineExecutor
 from curate.runner.task import Work
 from curate.stages.phase import Task
 from curate.stages.resources import Resources, inline_tasks, task_cores
@@ -54,12 +55,15 @@ def test_a_concurrent_phase_runs_its_tasks_on_threads_that_share_the_cores(tmp_p
         time.sleep(0.01 if payload == "c" else 0)
         if payload == "boom":
             raise ValueError("bad input")
-        return {"in": 1, "cores": task_cores()}
+        return {"in": 1, "cores": task_cores(), "switch": sys.getswitchinterval()}
 
+    before = sys.getswitchinterval()
     work = Work("stage", "phase", run, None, RunDir(str(tmp_path)), concurrent=True)
     done = list(InlineExecutor(workers=2).map(work, [Task(k, k, k) for k in "abcd"], Resources()))
     assert sorted(t.key for t, _ in done) == list("abcd")   # as they finish, as on Ray; the runner puts them in plan order
     assert {r["cores"] for _, r in done} == {max(1, cores // 2)}
+    assert {r["switch"] for _, r in done} == {min(before, SWITCH_INTERVAL)}   # short GIL turns while tasks share it ...
+    assert sys.getswitchinterval() == before                                 # ... and Python's own after the phase
     assert len(threads) == 2 and threading.get_ident() not in threads
     assert task_cores() == 1
 
