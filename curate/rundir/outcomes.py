@@ -79,11 +79,10 @@ def keep(folder: str, name: str, key: str, targets: dict[str, str], result: dict
     fs.write_bytes(fs.join(folder, f"{name}.json"), json.dumps({"key": key, "files": files, "result": result}).encode())
 
 
-def prefetch(folder: str) -> None:
-    """Ask for every kept result's record under `folder` at once (`fs.prefetch`) before the step's tasks read them one
-    by one: in an append, most of a thousand tasks read only theirs, days after it was written (~4 ms a file waited
-    for on a VM's disk, in turn)."""
-    fs.prefetch(fs.glob(fs.join(folder, "*", "*.json")))
+def records(folder: str, names: list[str]) -> list[str]:
+    """The files that `restore` reads first for these names: what a phase asks of the disk before its tasks run
+    (`Phase.prefetch`): in an append, most of a thousand tasks read only theirs, written by an earlier run."""
+    return [fs.join(folder, f"{name}.json") for name in names]
 
 
 def prune(folder: str, names: set[str]) -> None:

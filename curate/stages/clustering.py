@@ -82,7 +82,9 @@ def cluster(c: Clustering, run: RunDir, jobs: list[ShardJob], run_phase: PhaseRu
         if c.by_id:
             run_phase(phase("idrank", shards, partial(column, run, "id", partial(graph.idrank, g))))
             run_phase(phase("choose", parts, partial(graph.choose, g)))
-    run_phase(phase("resolve", queued(g, shards, "reps"), partial(_resolve, run, g, c.outcomes)))
+    kept = (lambda todo: outcomes.records(fs.join(c.outcomes, "resolve"), [f"{t.payload.source}/{t.payload.shard}" for t in todo])) \
+        if c.outcomes is not None else None
+    run_phase(phase("resolve", queued(g, shards, "reps"), partial(_resolve, run, g, c.outcomes), prefetch=kept))
     if ran:   # the reuse line of the other steps: the graph is settled whole, every partition (a resumed run: the rest)
         log.info("[%s] %d of %d partitions reused, %d recomputed (the whole graph is labelled again)",
                  c.stage, len(parts) - ran, len(parts), ran)
@@ -225,6 +227,11 @@ class ClusterStage(ShardStage):
         """Where its per-shard results are kept across runs (`curate.rundir.outcomes`): None, not kept (a step that keeps
         them names a folder that its `owned_paths` leaves, and prunes it)."""
         return None
+
+    def prefetch(self, tasks) -> list[str]:
+        """The kept accounting records of the shards about to run (`outcomes_root`)."""
+        root = self.outcomes_root()
+        return outcomes.records(fs.join(root, "accounting"), [t.key for t in tasks]) if root is not None else []
 
     def run_shard(self, shard: ShardRef) -> dict:
         """The accounting phase's task; put back from an earlier run where the shard's decisions and live documents are

@@ -71,9 +71,6 @@ class DedupStage(ClusterStage):
                               f"(delete {self.run.work(self.upstream['minhash'])}) or --set stages.{self.name}.mode=unverified")
         sound = (Sound(o["threshold"], o["margin"], o["rounds"], mh.signatures, mh.shingling, o["frozen"], self.exact_cache(),
                        *self.settled_cache(mh, by_id)) if o["mode"] == "sound" else None)
-        if self.outcomes_root() is not None and not self.holds:   # (a no-op re-run runs no task)
-            for kind in ("resolve", "accounting"):
-                outcomes.prefetch(fs.join(self.outcomes_root(), kind))
         cluster(Clustering(self.name, GraphDir(self.graph_root(), mh.partitions), mh.bands, o["policy"], by_id,
                            o["max_rounds"], o["verify"], mh.shingling, sound, self.shard_numbers(), self.outcomes_root(),
                            self.band_cache()),

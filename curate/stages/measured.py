@@ -59,11 +59,3 @@ def reuse(stage, tasks, tokenizer: str, measure) -> list[dict]:
     stats = [held[t.key] if t.key in held else {k: fresh[t.key][k] for k in STATS if k in fresh[t.key]} for t in tasks]
     stage.run.write_json(path(stage), {t.key: {"key": keys[t.key], "stats": s} for t, s in zip(tasks, stats)})
     return stats
-
-
-def tokenizer(spec: str, identity: str = ""):
-    """The process's tokenizer of that spec and file content (measuring a shard needs only a sample of it; the tokenize
-    step uses the same one, `shared_tokenizer`)."""
-    from curate.tokens.tokenizer import shared_tokenizer
-
-    return shared_tokenizer(spec, identity)

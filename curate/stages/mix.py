@@ -31,6 +31,7 @@ from curate.stages.facets import Facets
 from curate.stages.registry import stage
 from curate.stages.shard import Output, ShardRef, ShardStage, removals
 from curate.tokens import rehydrate
+from curate.tokens.tokenizer import shared_tokenizer
 from curate.tokens.mixture import ALLOW_EPOCHS, copies, doc_copies, plan_mixture, render_plan, uniform
 
 __all__ = ["MixStage", "copies", "plan_mixture", "uniform"]
@@ -166,8 +167,6 @@ class MixStage(ShardStage):
         if errors := plan.pop("errors"):
             raise CurateError(errors[0])  # the first; fixing it changes the plan
         self.run.publish(self.name, MixRecord(plan))
-        if not self.holds:   # (a no-op re-run runs no task)
-            outcomes.prefetch(self.outcomes())
         super().execute(tasks, run_phase)
         outcomes.prune(self.outcomes(), {t.key for t in tasks})
 
@@ -190,7 +189,7 @@ class MixStage(ShardStage):
             if sample_chars == 0 and table.num_rows:
                 upto = np.cumsum(pc.utf8_length(text).to_numpy(zero_copy_only=False))
                 sample = text.slice(0, int(np.searchsorted(upto, SAMPLE_CHARS)) + 1).combine_chunks()
-                sample_tokens = int(measured.tokenizer(*spec).encode_batch(sample).num_tokens) + len(sample)  # + one EOS each
+                sample_tokens = int(shared_tokenizer(*spec).encode_batch(sample).num_tokens) + len(sample)  # + one EOS each
                 sample_chars = pc.sum(pc.utf8_length(sample)).as_py() or 0
         return {"in": docs, "docs": docs, "chars": chars, "sample_chars": sample_chars, "sample_tokens": sample_tokens,
                 "weighted_chars": weighted, "by_weight": by_weight}
@@ -206,6 +205,10 @@ class MixStage(ShardStage):
     def outcomes(self) -> str:
         """Each shard's accounting kept by what it follows from (`curate.rundir.outcomes`)."""
         return self.run.work(self.name, "outcomes")
+
+    def prefetch(self, tasks) -> list[str]:
+        """The kept records of the shards about to run (`outcomes`)."""
+        return outcomes.records(self.outcomes(), [t.key for t in tasks])
 
     def run_shard(self, shard: ShardRef) -> dict:
         """The shard's downsampled documents, put back from an earlier run where its live documents and its source's

@@ -40,8 +40,8 @@ def settle(c: Clustering, run: RunDir, shards: list[Task], parts: list[Task], fi
             log.info("[%s: settle] %s of %s components reused", c.stage, f"{sum(r.get('reused', 0) for r in known):,}",
                      f"{sum(r.get('components', 0) for r in known):,}")
     gathering = queued(g, shards, "sound", "route")
-    fs.prefetch([signatures_path(s.signatures, t.payload.source, t.payload.shard) for t in gathering])   # (read cold in an append)
-    run_phase(phase("gather", gathering, partial(gather, run, g, s, c.by_id)))
+    run_phase(phase("gather", gathering, partial(gather, run, g, s, c.by_id),   # (signatures read cold in an append)
+                    prefetch=lambda todo: [signatures_path(s.signatures, t.payload.source, t.payload.shard) for t in todo]))
     done = run_phase(phase("settle", parts, partial(sound.settle, g, s, c.policy, c.by_id)))
     if s.cache is not None and done.ran:   # (a no-op run's settle is recorded: said by the run that did it)
         pairs, reused = sum(r.get("checks", 0) for r in done), sum(r.get("reused", 0) for r in done)

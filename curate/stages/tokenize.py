@@ -115,10 +115,11 @@ class TokenizeStage(ShardStage):
         """The kept token ids of the shards about to run: an append writes the shards whose documents the mix's plan
         moved from them (`run_shard`), ~2 MB a shard written by an earlier run."""
         key = self.token_key()
-        return [self.run.work(self.name, "tokens", key, t.source, f"{t.shard}{cache.SUFFIX}") for t in tasks]
+        return [self.cache_path(t.payload, key) for t in tasks]
 
-    def cache_path(self, shard: ShardRef) -> str:
-        return self.run.work(self.name, "tokens", self.cache_key, shard.source, f"{shard.shard}{cache.SUFFIX}")
+    def cache_path(self, shard: ShardRef, key: str | None = None) -> str:
+        """A shard's kept token ids, in the folder of `key` (default: this worker's, set up)."""
+        return self.run.work(self.name, "tokens", key or self.cache_key, shard.source, f"{shard.shard}{cache.SUFFIX}")
 
     def texts_key(self, shard: ShardRef) -> str:
         """What gives each of the shard's ids its text: the docs file and the edits of the steps that edit text."""

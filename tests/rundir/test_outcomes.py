@@ -45,14 +45,14 @@ def test_results_written_again_replace_the_kept_ones_and_shards_gone_are_pruned(
     assert sorted(os.listdir(os.path.join(folder, "fwe"))) == ["s1.bundle", "s1.json"] and os.listdir(os.path.join(folder, "dclm")) == []
 
 
-def test_every_kept_record_is_asked_of_the_disk_together(tmp_path, monkeypatch):
-    """`prefetch`: the records a step's tasks read one by one (an append's dedup: ~2,000), asked for at once first."""
-    from curate.io import fs
-
+def test_the_records_named_are_the_files_a_restore_reads_first(tmp_path):
+    """`records`: what a phase asks of the disk before its tasks run (`Phase.prefetch`), one file a name."""
     folder, out = str(tmp_path / "kept"), tmp_path / "out"
-    for name in ("fwe/s1", "dclm/s9"):
-        outcomes.keep(folder, name, "k", {"bundle": _write(out / f"{name}.arrow", b"rows")}, {"in": 1})
-    asked = []
-    monkeypatch.setattr(fs, "prefetch", lambda paths: asked.extend(paths))
-    outcomes.prefetch(folder)
-    assert sorted(p.removeprefix(folder + "/") for p in asked) == ["dclm/s9.json", "fwe/s1.json"]
+    targets = {name: {"bundle": _write(out / f"{name}.arrow", b"rows")} for name in ("fwe/s1", "dclm/s9")}
+    for name, target in targets.items():
+        outcomes.keep(folder, name, "k", target, {"in": 1})
+    paths = outcomes.records(folder, ["fwe/s1", "dclm/s9"])
+    assert all(os.path.exists(p) for p in paths)
+    os.remove(paths[1])
+    assert outcomes.restore(folder, "fwe/s1", "k", targets["fwe/s1"]) == {"in": 1}
+    assert outcomes.restore(folder, "dclm/s9", "k", targets["dclm/s9"]) is None   # its record was the one named

@@ -545,4 +545,6 @@ def test_a_source_that_grows_under_weights_rewrites_its_shards_from_kept_token_i
     kept_ids = {p.rsplit("/", 2)[-2] + "/" + p.rsplit("/", 1)[-1].removesuffix(cache.SUFFIX) for p in asked
                 if "/_work/tokenize/tokens/" in p}
     assert {k.removeprefix("tokenize/shards/").removesuffix(".json") for k in old & again} <= kept_ids   # asked for before read
+    for kept in ("/_work/mix/outcomes/dclm/", "/_work/dedup/outcomes/accounting/dclm/", "/_work/dedup/outcomes/resolve/"):
+        assert any(kept in p for p in asked), f"no kept record under {kept} was asked for before its task read it"
     _equals_fresh(ws, "a source that grows under weights")
