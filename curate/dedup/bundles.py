@@ -9,6 +9,11 @@ A bundle is one Arrow IPC file per sending task with one record batch per receiv
 schema's metadata. A receiver opens each bundle of a folder written by partitions (a partition count of them), or,
 from docs shards, only those of the senders it knows of (`receive_from`), and reads its own batch only (IPC files are
 read at offsets: on an object store too, only the footer and that batch travel).
+
+A partition's bundle names every docs shard (5,500 at 5M documents), and every docs shard's task opens every partition's
+bundle: finding the batch must not cost the receivers' count. The tags are kept sorted and fixed-width (`TAGS`), looked
+up by a binary search over the metadata's bytes, with no list parsed (a JSON list and a dict of 5,500 tags cost 0.46 ms
+a bundle, paid by each of 5,500 tasks for each of 40 bundles: most of a 5M run's 160 s accounting).
 """
 
 from __future__ import annotations
@@ -27,7 +32,10 @@ from curate.io import fs
 
 SMALL_BATCH = 1024     # rows a batch, on average, under which a bundle is written uncompressed (`PLAIN`: see `send`)
 
-SHARDS = b"shards"   # schema metadata: the receiving shards' tags, in batch order
+SHARDS = b"shards"   # schema metadata of bundles from before `TAGS`: the receiving shards' tags, in batch order (JSON)
+TAGS = b"tags"       # schema metadata: the receivers' tags, sorted, each padded with NULs to the longest (numpy `S<width>`)
+WIDTH = b"tag_width"
+BATCH = b"tag_batch"   # ... and the batch of each, in that order (little-endian int32)
 
 
 def send(folder: str, origin: str, parts: Iterable[tuple[int, dict[str, np.ndarray]]], name: Callable[[int], str] = tag_of,
@@ -49,7 +57,7 @@ def send(folder: str, origin: str, parts: Iterable[tuple[int, dict[str, np.ndarr
     # a bundle of small batches (a docs shard's few members, at 1M documents ~10 rows) goes uncompressed: lz4 makes each
     # buffer of each batch a frame to undo (~75 us a batch against ~18 read in place) and saves nothing at that size
     rows = sum(len(arrays[0]) for arrays in batches)
-    schema = pa.schema(fields, metadata={SHARDS: json.dumps(tags).encode()})
+    schema = pa.schema(fields, metadata=TagIndex.metadata(tags))
     options = options or (PLAIN if rows < SMALL_BATCH * len(batches) else IPC)
     with fs.AtomicWriter(path) as handle, pa.ipc.new_file(handle, schema, options=options) as writer:
         for arrays in batches:
@@ -65,45 +73,89 @@ def _bundles(folder: str) -> list[str]:
     return fs.glob(fs.join(folder, f"from-*{WORK}"))
 
 
-def _open(path: str):
-    """(the bundle's reader, {tag: batch}); local files are memory-mapped (read whole under `SMALL_FILE`: no file
-    stays open), remote ones read at offsets. Every shard task of a phase opens the same few partition bundles, and a
-    few of the many shard bundles: a process keeps the ones it used last (at most `_KEEP`, and `_KEEP_BYTES` of them),
-    by name, size and time written."""
+class TagIndex:
+    """Which batch of a bundle a receiver's tag names: a binary search over the sorted tags (`TAGS`)."""
+
+    def __init__(self, tags: np.ndarray, batch: np.ndarray):
+        self.tags, self.batch = tags, batch
+
+    @staticmethod
+    def metadata(tags: list[str]) -> dict[bytes, bytes]:
+        encoded = [t.encode() for t in tags]
+        width = max(map(len, encoded))
+        order = np.argsort(np.array(encoded, f"S{width}"), kind="stable")
+        return {TAGS: b"".join(encoded[i].ljust(width, b"\0") for i in order), WIDTH: str(width).encode(),
+                BATCH: order.astype("<i4").tobytes()}
+
+    @classmethod
+    def of(cls, metadata: dict[bytes, bytes]) -> "TagIndex":
+        if TAGS not in metadata:   # a bundle an older version wrote (a run resumed across the change)
+            listed = json.loads(metadata[SHARDS])
+            return cls(*cls._arrays(cls.metadata(listed)))
+        return cls(*cls._arrays(metadata))
+
+    @staticmethod
+    def _arrays(metadata: dict[bytes, bytes]) -> tuple[np.ndarray, np.ndarray]:
+        return np.frombuffer(metadata[TAGS], f"S{int(metadata[WIDTH])}"), np.frombuffer(metadata[BATCH], "<i4")
+
+    def find(self, tag: str) -> int | None:
+        """The batch sent to `tag`, or None when nothing was."""
+        wanted = tag.encode()
+        at = int(np.searchsorted(self.tags, wanted))
+        return int(self.batch[at]) if at < len(self.tags) and self.tags[at] == wanted else None
+
+    def __iter__(self) -> Iterator[str]:
+        return (t.decode() for t in self.tags)
+
+    def nbytes(self) -> int:
+        return self.tags.nbytes + self.batch.nbytes
+
+
+def _open(path: str) -> tuple[pa.ipc.RecordBatchFileReader, TagIndex]:
+    """(the bundle's reader, its `TagIndex`); local files under `SMALL_FILE` are read whole, larger ones read at offsets
+    (a batch is read when asked for: what a kept bundle holds in memory is its footer, not the pages its batches were
+    read from), as remote ones are. Every shard task of a phase opens every partition's bundle and a few of the many
+    shard bundles: a process keeps the ones it used last (at most `_KEEP` bundles, `_KEEP_FILES` of them open files,
+    `_KEEP_BYTES` of them in memory), by name, size and time written."""
     store, stripped = fs.filesystem(path)
     if not fs.is_local(store):
         reader = pa.ipc.open_file(fs.open_input(path))
-        return reader, _index(reader)
+        return reader, TagIndex.of(reader.schema.metadata)
     st = os.stat(stripped)
     key = (stripped, st.st_size, st.st_mtime_ns)
-    global _opened_bytes
+    global _opened_bytes, _opened_files
     with _lock:   # (inline runs are threads of one process)
         if key in _opened:   # least recently used first: a partition's bundle, read by every shard, stays
             _opened[key] = _opened.pop(key)
+            return _opened[key][:2]
+        whole = st.st_size < SMALL_FILE
+        if whole:
+            with open(stripped, "rb") as handle:
+                reader = pa.ipc.open_file(pa.py_buffer(handle.read()))
         else:
-            if st.st_size < SMALL_FILE:
-                with open(stripped, "rb") as handle:
-                    reader = pa.ipc.open_file(pa.py_buffer(handle.read()))
-            else:
-                reader = pa.ipc.open_file(pa.memory_map(stripped))
-            _opened[key] = (reader, _index(reader))
-            _opened_bytes += st.st_size
-            while len(_opened) > 1 and (len(_opened) > _KEEP or _opened_bytes > _KEEP_BYTES):
-                _opened_bytes -= next(iter(_opened))[1]
-                _opened.pop(next(iter(_opened)))
-        return _opened[key]
+            reader = pa.ipc.open_file(pa.OSFile(stripped))
+        index = TagIndex.of(reader.schema.metadata)
+        held = (st.st_size if whole else 0) + index.nbytes() + 32 * reader.num_record_batches   # (its footer's blocks)
+        _opened[key] = (reader, index, held, not whole)
+        _opened_bytes += held
+        _opened_files += not whole
+        while len(_opened) > 1 and (len(_opened) > _KEEP or _opened_files > _KEEP_FILES or _opened_bytes > _KEEP_BYTES):
+            _, _, dropped, was_file = _opened.pop(next(iter(_opened)))
+            _opened_bytes -= dropped
+            _opened_files -= was_file
+        return reader, index
 
 
-def _index(reader) -> dict[str, int]:
-    return {tag: i for i, tag in enumerate(json.loads(reader.schema.metadata[SHARDS]))}
-
-
-_KEEP = 4096          # (the byte cap keeps the mapped ones, each an open file, to 64 or fewer)
-_KEEP_BYTES = 64 << 20    # what a kept bundle's pages add to a task's resident memory, at most: the label rounds read a
-                          # partition's messages from every bundle of the round, and keeping them all held every round's
-                          # messages (10M documents: a task's peak 596 MiB, against 260 with a file per message)
+_KEEP = 4096
+_KEEP_FILES = 512         # open files (a 5M run's accounting reads two folders of 20 partitions' bundles: 40)
+_KEEP_BYTES = 64 << 20    # what kept bundles hold in memory: small ones whole, large ones' footers and indexes. (Large
+                          # ones were memory-mapped, and every page a batch was read from stayed resident while the
+                          # bundle was kept: a 10M-document label round's task peaked at 596 MiB, against 260 with a
+                          # file per message, until they counted their whole size, which made a 5M run's accounting
+                          # open its 40 bundles (74 MB) again for each docs shard)
 _opened: dict = {}
 _opened_bytes = 0   # the sizes of the bundles in `_opened` (a running total: summed on every open, it cost 0.5 s a 1M dedup)
+_opened_files = 0
 _lock = threading.Lock()
 
 
@@ -122,21 +174,21 @@ def receive_from(folder: str, origins: Iterable[str], tag: str, names: list[str]
 
 
 def batches(folder: str, tag: str) -> Iterator[pa.RecordBatch]:
-    """Each batch sent to `tag` under `folder`, one bundle at a time (a mapped bundle's batch is a view of its pages:
-    a partition's signatures are never all read into memory at once)."""
+    """Each batch sent to `tag` under `folder`, one bundle at a time (each read when its turn comes: a partition's
+    signatures are never all read into memory at once)."""
     for path in _bundles(folder):
         reader, index = _open(path)
-        if tag in index:
-            yield reader.get_batch(index[tag])
+        if (at := index.find(tag)) is not None:
+            yield reader.get_batch(at)
 
 
 def _gather(paths: list[str], tag: str, names: list[str], dtypes: dict) -> dict[str, np.ndarray]:
     parts: dict[str, list] = {n: [] for n in names}
     for path in paths:
         reader, index = _open(path)
-        if tag not in index:
+        if (at := index.find(tag)) is None:
             continue
-        batch = reader.get_batch(index[tag])
+        batch = reader.get_batch(at)
         for n in names:
             parts[n].append(batch.column(n) if isinstance(dtypes[n], pa.DataType) else batch.column(n).to_numpy(zero_copy_only=False))
     return {n: _joined(parts[n], dtypes[n]) for n in names}

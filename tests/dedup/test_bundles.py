@@ -52,3 +52,50 @@ def test_a_receiver_reads_only_the_senders_it_names_and_partitions_have_names_of
     bundles.send(messages, bundles.partition(0), [(1, {"lo": np.array([4, 5], U64)}), (3, {"lo": np.array([6], U64)})], bundles.partition)
     assert bundles.receivers(messages) == {"00001", "00003"}
     assert bundles.receive(messages, bundles.partition(3), ["lo"], {"lo": U64})["lo"].tolist() == [6]
+
+
+def test_a_receiver_finds_its_batch_by_the_sorted_tags_whatever_order_they_were_sent_in(tmp_path):
+    """The tags are kept sorted beside each batch's number (`TagIndex`): a receiver's batch is found by a binary search,
+    with no list of every receiver parsed; tags sent out of order, or of unequal lengths, find their own rows."""
+    folder = str(tmp_path / "out-of-order")
+    parts = [(k, {"lo": np.array([k, k + 100], U64)}) for k in (7, 2, 11, 5)]
+    bundles.send(folder, "00000", parts, lambda k: f"t{k}")   # t11 sorts before t2: unequal lengths, padded
+    for k in (7, 2, 11, 5):
+        assert bundles.receive(folder, f"t{k}", ["lo"], {"lo": U64})["lo"].tolist() == [k, k + 100]
+    for missing in ("t1", "t3", "t", "t110", "u"):
+        assert bundles.receive(folder, missing, ["lo"], {"lo": U64})["lo"].tolist() == []
+    assert bundles.receivers(folder) == {"t7", "t2", "t11", "t5"}
+
+
+def test_a_bundle_an_older_version_wrote_is_still_read(tmp_path):
+    """A run resumed across the change reads bundles that list their tags as JSON, in batch order."""
+    import json
+
+    import pyarrow as pa
+
+    folder = tmp_path / "legacy"
+    folder.mkdir()
+    schema = pa.schema([("node", pa.uint64())], metadata={bundles.SHARDS: json.dumps(["00003", "00001"]).encode()})
+    with pa.ipc.new_file(str(folder / f"from-00000{WORK}"), schema) as writer:
+        writer.write_batch(pa.record_batch([pa.array([30], pa.uint64())], schema=schema))
+        writer.write_batch(pa.record_batch([pa.array([10, 11], pa.uint64())], schema=schema))
+    assert bundles.receive(str(folder), "00001", ["node"], {"node": U64})["node"].tolist() == [10, 11]
+    assert bundles.receive(str(folder), "00003", ["node"], {"node": U64})["node"].tolist() == [30]
+    assert bundles.receivers(str(folder)) == {"00001", "00003"}
+
+
+def test_large_bundles_are_kept_as_open_files_within_the_cap(tmp_path, monkeypatch):
+    """Bundles over `SMALL_FILE` are read at offsets and kept open, at most `_KEEP_FILES` of them (the oldest dropped):
+    what is kept in memory is their footers, so a docs shard's task does not open every partition's bundle again."""
+    monkeypatch.setattr(bundles, "SMALL_FILE", 0)
+    monkeypatch.setattr(bundles, "_KEEP_FILES", 2)
+    monkeypatch.setattr(bundles, "_opened", {})
+    monkeypatch.setattr(bundles, "_opened_files", 0)
+    monkeypatch.setattr(bundles, "_opened_bytes", 0)
+    folder = str(tmp_path / "members")
+    for p in range(4):
+        bundles.send(folder, f"{p:05d}", [(key(1), {"node": np.array([p], U64)}), (key(2), {"node": np.array([p + 10], U64)})])
+    assert sorted(bundles.receive(folder, tag_of(key(2)), ["node"], {"node": U64})["node"].tolist()) == [10, 11, 12, 13]
+    assert bundles._opened_files == 2 and len(bundles._opened) == 2 and all(kept[3] for kept in bundles._opened.values())
+    assert sorted(bundles.receive(folder, tag_of(key(1)), ["node"], {"node": U64})["node"].tolist()) == [0, 1, 2, 3]
+    assert bundles._opened_bytes < 4096
