@@ -20,7 +20,7 @@ from curate.errors import CurateError, StageError
 from curate.io.process import usable_cores
 from curate.plugins import by_value
 from curate.runner import cluster, embedded
-from curate.runner.task import PhaseActor, Work, describe, kept_and_call, setup_and_call
+from curate.runner.task import PhaseActor, Work, describe, kept_and_call
 from curate.runner.watcher import Watcher
 from curate.stages.phase import Task
 from curate.stages.resources import Resources
@@ -99,7 +99,7 @@ class RayExecutor:
             options["memory"] = self.task_memory_mb * 1024 * 1024
         if resources.actor and not (self.session and not resources.gpus):
             return self._on_actors(work, list(tasks), options)
-        return self._as_tasks(work, list(tasks), options, keep=resources.actor)
+        return self._as_tasks(work, list(tasks), options)
 
     def _wait(self, refs: list, work: Work, running: list[Task]) -> list:
         """Refs that finished; while none does, check that the cluster's head still answers. Says so when a
@@ -138,23 +138,23 @@ class RayExecutor:
                         "s" if len(ids) != 1 else "")
         self.node_ids = ids
 
-    def _as_tasks(self, work: Work, queue: list[Task], options: dict, keep: bool = False):
-        """Tasks on Ray's pool of workers. `keep`: a phase that would run on actors (its setup loads what its
-        tasks share), on the embedded cluster without GPUs: each warm worker sets it up once and keeps it for
-        the phase (kept_and_call), where actors would start a new process each (~1 s of imports apiece, and
-        Ray ends the idle task workers meanwhile, to start them again for the next phase)."""
+    def _as_tasks(self, work: Work, queue: list[Task], options: dict):
+        """Tasks on Ray's pool of workers; each warm worker sets the phase up on its first task of it and keeps it
+        for the phase's next tasks (kept_and_call), as an inline run sets a phase up once. A setup reads what the
+        phase's tasks share (a model, a tokenizer, every docs shard's number): set up per task, dedup's accounting
+        at 5M documents spent half its time reading the ingest record again, 5,500 times. A phase that would run on
+        actors runs so too on the embedded cluster without GPUs, where actors would start a new process each (~1 s
+        of imports apiece, and Ray ends the idle task workers meanwhile, to start them again for the next phase)."""
         ray = self.ray
-        fn = kept_and_call if keep else setup_and_call
-        remote = ray.remote(fn).options(max_retries=self.retries, retry_exceptions=False, **options)
+        remote = ray.remote(kept_and_call).options(max_retries=self.retries, retry_exceptions=False, **options)
         work_ref = ray.put(work)
-        extra = (work_ref.hex(),) if keep else ()
         pending: dict = {}
         queue.reverse()
         try:
             while queue or pending:
                 while queue and len(pending) < self.queued:
                     task = queue.pop()
-                    pending[remote.remote(work_ref, task, *extra)] = task
+                    pending[remote.remote(work_ref, task, work_ref.hex())] = task
                 for ref in self._wait(list(pending), work, list(pending.values())):
                     task = pending.pop(ref)
                     yield task, self._get(ref, work, task)

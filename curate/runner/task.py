@@ -128,22 +128,15 @@ def _release_memory() -> None:
         pool.release_unused()
 
 
-def setup_and_call(work: Work, task: Task) -> dict:
-    """A Ray task: no worker outlives it from the phase's point of view, so setup runs per task."""
-    _kept.clear()  # what a previous phase loaded is not held through this one
-    work.prepare()
-    return call_task(work, task)
-
-
 _kept: dict[str, Work] = {}  # this worker's prepared phase, at most one: its key -> its Work, set up
 
 
 def kept_and_call(work: Work, task: Task, key: str) -> dict:
-    """A Ray task of a phase whose setup loads what its tasks share (a model, a tokenizer): the worker sets
-    the phase up on its first task and keeps it for the phase's next tasks that land on it, as an actor
+    """A Ray task: the worker sets its phase up on its first task of it (setup loads what the tasks share: a model,
+    a tokenizer, every docs shard's number) and keeps it for the phase's next tasks that land on it, as an actor
     would, but in the worker that is already warm (imports done, kernels loaded) instead of a new process
     per actor. `key` names this phase of this run (the driver makes one per phase); a worker keeps one phase
-    only, and drops it at its next task of another phase."""
+    only, and drops it (and what its setup loaded) at its next task of another phase."""
     held = _kept.get(key)
     if held is None:
         _kept.clear()
