@@ -3,7 +3,14 @@ more documents (half of them copies of documents already there, planted duplicat
 union, which the appended run must equal byte for byte (compare_runs.py). Prints the wall times, the reuse line of
 every step (`[signals] 40 of 44 shards reused, 4 new`) and the comparison.
 
+One append is one sample of a noisy quantity (on a small VM, a step that reads what an earlier run wrote takes
+what the page cache kept of it). `--repeat N` appends N times in all, each starting alike: the page cache dropped
+(when this process may: as days later, everything read back from disk), a no-op run, then the append; the first to
+the run itself, each other to a copy of the run as it was before the append, put at its path (the no-op records the
+copy's files). It prints each append's cost and their median; the last append's run is the one compared.
+
     python bench/bench_append.py --docs 8000
+    python bench/bench_append.py --docs 1000000 --repeat 3 --keep /tmp/append
 """
 
 from __future__ import annotations
@@ -25,6 +32,7 @@ from compare_runs import compare
 from curate.sample import make_sample
 
 ROOT = Path(__file__).resolve().parent.parent
+DUMP = Path("fwe") / "data" / "CC-MAIN-2099-99"   # the appended dump's folder, in the sample
 
 
 def run(sample: Path, out: Path, label: str) -> tuple[float, list[str], dict[str, float]]:
@@ -41,6 +49,34 @@ def run(sample: Path, out: Path, label: str) -> tuple[float, list[str], dict[str
     for row in json.loads((out / "summary.json").read_text()):   # a step's wall time is on each of its sources' rows
         steps[row["stage"]] = row.get("wall_seconds", 0.0)
     return wall, lines, steps
+
+
+def through(steps: dict[str, float], names: list[str]) -> float:
+    return sum(steps.get(s, 0.0) for s in names)
+
+
+def drop_page_cache() -> bool:
+    """Whether the kernel dropped its page cache (root only): what an append reads then comes from disk."""
+    os.sync()
+    try:
+        Path("/proc/sys/vm/drop_caches").write_text("3\n")
+        return True
+    except OSError:
+        return False
+
+
+def append_again(sample: Path, before: Path, out: Path, label: str) -> tuple[float, dict[str, float], bool]:
+    """The append once more, to a copy of the run as it was before it (`before`) put at the run's own path. The last
+    one's run is the one compared with the fresh run."""
+    subprocess.run(["rm", "-rf", str(out)], check=True)
+    subprocess.run(["cp", "-a", str(before), str(out)], check=True)
+    cold = drop_page_cache()
+    dump, aside = sample / DUMP, sample.parent / "dump-aside"
+    dump.rename(aside)   # the no-op sees the inputs as they were: the copy's files are new inodes, and it records them
+    run(sample, out, f"{label}-noop")
+    aside.rename(dump)
+    wall, _, steps = run(sample, out, label)
+    return wall, steps, cold
 
 
 def append_dump(sample: Path, fraction: float) -> int:
@@ -71,9 +107,9 @@ def append_dump(sample: Path, fraction: float) -> int:
                                              rows.column(name).combine_chunks().take(pa.array(np.arange(n - copies) % copies))]))
                     for name in rows.column_names}, schema=rows.schema)
     per_file = pq.read_metadata(files[0]).num_rows   # files the size of the sample's own: a dump is many files
-    (sample / "fwe" / "data" / "CC-MAIN-2099-99").mkdir(parents=True, exist_ok=True)
+    (sample / DUMP).mkdir(parents=True, exist_ok=True)
     for i, start in enumerate(range(0, n, per_file)):
-        pq.write_table(out.slice(start, per_file), sample / "fwe" / "data" / "CC-MAIN-2099-99" / f"p{i:05d}_000_00000.parquet")
+        pq.write_table(out.slice(start, per_file), sample / DUMP / f"p{i:05d}_000_00000.parquet")
     return n
 
 
@@ -82,6 +118,7 @@ def main() -> int:
     parser.add_argument("--docs", type=int, default=4000)
     parser.add_argument("--fraction", type=float, default=0.10)
     parser.add_argument("--keep", type=Path, help="work in this folder and keep it (sample, run, fresh); a sample already there is reused")
+    parser.add_argument("--repeat", type=int, default=1, help="appends measured in all (their median is the result)")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as scratch_dir:
         tmp = args.keep or Path(scratch_dir)
@@ -90,8 +127,18 @@ def main() -> int:
             make_sample(sample, docs=args.docs, seed=0)
         scratch, _, scratch_steps = run(sample, out, "scratch")
         noop, _, _ = run(sample, out, "noop")
+        before, cold = Path(tmp) / "before-append", False
+        if args.repeat > 1:   # every append then starts alike: page cache dropped, a no-op run, the append
+            subprocess.run(["rm", "-rf", str(before)], check=True)
+            subprocess.run(["cp", "-a", str(out), str(before)], check=True)
+            cold = drop_page_cache()
+            run(sample, out, "append-noop")
         added = append_dump(sample, args.fraction)
         appended, lines, append_steps = run(sample, out, "append")
+        appends = [(appended, append_steps, cold)]
+        for k in range(2, args.repeat + 1):
+            appends.append(append_again(sample, before, out, f"append{k}"))
+        subprocess.run(["rm", "-rf", str(before)], check=True)
         again, _, _ = run(sample, out, "noop-after")   # a no-op re-run of an appended run: nothing measured or hashed again
         fresh, _, fresh_steps = run(sample, Path(tmp) / "fresh", "fresh")
         differ = compare(str(Path(tmp) / "fresh"), str(out))
@@ -103,9 +150,17 @@ def main() -> int:
         print("\n| step | from scratch s | append s | fresh on union s |\n|---|---|---|---|")
         for step, t in scratch_steps.items():
             print(f"| {step} | {t:.1f} | {append_steps.get(step, 0.0):.1f} | {fresh_steps.get(step, 0.0):.1f} |")
-        through = list(scratch_steps)[:list(scratch_steps).index("pack") + 1] if "pack" in scratch_steps else list(scratch_steps)
-        mine, base = sum(append_steps.get(s, 0.0) for s in through), sum(scratch_steps[s] for s in through)
-        print(f"| through {through[-1]} | {base:.1f} | {mine:.1f} ({mine / base:.1%}) | {sum(fresh_steps.get(s, 0.0) for s in through):.1f} |")
+        names = list(scratch_steps)[:list(scratch_steps).index("pack") + 1] if "pack" in scratch_steps else list(scratch_steps)
+        mine, base = through(append_steps, names), through(scratch_steps, names)
+        print(f"| through {names[-1]} | {base:.1f} | {mine:.1f} ({mine / base:.1%}) | {through(fresh_steps, names):.1f} |")
+        if len(appends) > 1:
+            print(f"\n| append | wall s | through {names[-1]} s | share of from scratch through {names[-1]} |\n|---|---|---|---|")
+            for k, (wall, steps, cold) in enumerate(appends, 1):
+                how = ("the run" if k == 1 else "a copy") + (", page cache dropped" if cold else "")
+                print(f"| {k} ({how}) | {wall:.1f} | {through(steps, names):.1f} | {through(steps, names) / base:.1%} |")
+            costs = sorted(through(steps, names) for _, steps, _ in appends)
+            middle = costs[len(costs) // 2] if len(costs) % 2 else (costs[len(costs) // 2 - 1] + costs[len(costs) // 2]) / 2
+            print(f"| **median** | | **{middle:.1f}** | **{middle / base:.1%}** |")
         print("\nreuse lines of the append run:")
         print("\n".join(f"    {line.strip()}" for line in lines))
         print(f"\nappended run vs fresh run: {'identical' if not differ else f'{len(differ)} files differ: {differ[:5]}'}")
