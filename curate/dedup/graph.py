@@ -17,6 +17,7 @@ The verify phases (exact Jaccard of candidate pairs) are in `curate.dedup.verify
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass
 
 import numpy as np
@@ -27,7 +28,7 @@ from curate.dedup.candidates import bucket_edges
 from curate.dedup.band_cache import read_bands
 from curate.dedup.layout import WORK, read_columns, read_tables, tag_of, write_columns, write_frame
 from curate.dedup.policy import removed_mask
-from curate.dedup.shuffle import partition_of, split
+from curate.dedup.shuffle import mix64, partition_of, split
 from curate.io import fs
 
 U64 = np.uint64
@@ -257,6 +258,17 @@ def shard_decisions(root: str, tag: str, sources: list[str]) -> ShardDecisions:
     represents[hit] += count[np.searchsorted(rep, m["node"][hit])]
     return ShardDecisions(m["node"], m["label"], m["removed"], rep_id, rep_source, m["sim"], m["method"], m["length"], represents,
                           m["frozen_rep"])
+
+
+def cluster_ids(labels: np.ndarray, names: dict[int, str]) -> np.ndarray:
+    """Each label node as a cluster number that does not depend on how docs shards are numbered: node numbers follow
+    the shards' order in the run, which a new file changes, but (source, shard name, row) of the label's document
+    stays. `names`: shard key (`nodes.shard_key`) -> "source/shard"."""
+    keys, at = np.unique(nodes.shard_key(labels), return_inverse=True)
+    shard = np.array([int.from_bytes(hashlib.blake2b(names[int(k)].encode(), digest_size=8).digest(), "little") for k in keys],
+                     np.uint64)
+    with np.errstate(over="ignore"):
+        return mix64(shard[at.reshape(-1)] ^ mix64(nodes.row_of(labels).astype(np.uint64) + np.uint64(0x9E3779B97F4A7C15)))
 
 
 def by_shard(keys_from: np.ndarray, **columns: np.ndarray):

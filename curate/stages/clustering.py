@@ -7,7 +7,6 @@
 
 from __future__ import annotations
 
-import hashlib
 import logging
 from dataclasses import dataclass
 from functools import partial
@@ -22,7 +21,6 @@ from curate.dedup.shingles import Shingling
 from curate.errors import CurateError
 from curate.io.parquet import ParquetSink
 from curate.dedup.layout import WORK, shard_numbers, shard_tag
-from curate.dedup.shuffle import mix64
 from curate.io import fs
 from curate.rundir.digests import file_digest, removed_digest
 from curate.rundir import DedupRecord, IngestRecord, RunDir
@@ -38,7 +36,7 @@ CLUSTERS = pa.schema([("id", pa.string()), ("source", pa.string()), ("cluster", 
                       ("rep_id", pa.string()), ("rep_source", pa.string()), ("similarity", pa.float32()), ("method", pa.string()),
                       ("length", pa.int64()), ("represents", pa.int64())])
 """`cluster`: a number of the member's cluster that does not move when an append numbers docs shards anew (a 64-bit
-hash of where its first document lives: source, docs shard name, row; `cluster_ids`). `rep_*`: the member's
+hash of where its first document lives: source, docs shard name, row; `graph.cluster_ids`). `rep_*`: the member's
 representative (the kept document a removed one duplicates, or that a kept one was compared with); `similarity` to it
 and `method` (null where not measured: unverified mode); `length` in characters (null: unknown); `represents`: 1 + the
 documents removed in this one's favour (0 for a removed one), for rehydration."""
@@ -97,17 +95,6 @@ def _rounds(c: Clustering, run_phase: PhaseRunner, parts: list[Task]) -> int:
         if sum(r["changed"] for r in run_phase(phase(f"receive-{rnd}", parts, partial(graph.receive, c.graph, rnd)))) == 0:
             return rnd + 1
     raise CurateError(f"stage '{c.stage}': components did not converge in {c.max_rounds} rounds")
-
-
-def cluster_ids(labels: np.ndarray, names: dict[int, str]) -> np.ndarray:
-    """Each label node as a cluster number that does not depend on how docs shards are numbered: node numbers follow
-    the shards' order in the run, which a new file changes, but (source, shard name, row) of the label's document
-    stays. `names`: shard key (`nodes.shard_key`) -> "source/shard"."""
-    keys, at = np.unique(nodes.shard_key(labels), return_inverse=True)
-    shard = np.array([int.from_bytes(hashlib.blake2b(names[int(k)].encode(), digest_size=8).digest(), "little") for k in keys],
-                     np.uint64)
-    with np.errstate(over="ignore"):
-        return mix64(shard[at.reshape(-1)] ^ mix64(nodes.row_of(labels).astype(np.uint64) + np.uint64(0x9E3779B97F4A7C15)))
 
 
 def _resolve(run: RunDir, g: graph.GraphDir, kept_in: str | None, job: ShardJob) -> dict:
@@ -193,7 +180,7 @@ class ClusterStage(ShardStage):
                                     # labels its graph again rather than resume over files it cannot see; 4: `resolve`
                                     # sends one bundle per docs shard, and members name their representative; edges,
                                     # nodes and label messages are bundles too (one file per sending task, not P^2);
-                                    # cluster numbers hash where the first document lives (`cluster_ids`), not its node
+                                    # cluster numbers hash where the first document lives (`graph.cluster_ids`), not its node
                                     # 5: `init` gathers a partition's edges into one file that every round reads
                                     # 6: a source's docs shards numbered in input order (`layout.shard_numbers`)
                                     # 7: `resolve` sends ids only (a representative's source is its node's priority)
@@ -228,19 +215,17 @@ class ClusterStage(ShardStage):
         them names a folder that its `owned_paths` leaves, and prunes it)."""
         return None
 
-    def prefetch(self, tasks) -> list[str]:
-        """The kept accounting records of the shards about to run (`outcomes_root`)."""
-        root = self.outcomes_root()
-        return outcomes.records(fs.join(root, "accounting"), [t.key for t in tasks]) if root is not None else []
+    def kept_outcomes(self) -> str | None:
+        return fs.join(root, "accounting") if (root := self.outcomes_root()) is not None else None
 
     def run_shard(self, shard: ShardRef) -> dict:
         """The accounting phase's task; put back from an earlier run where the shard's decisions and live documents are
-        the same (`outcomes_root`): in an append, most shards'."""
+        the same (`kept_outcomes`): in an append, most shards'."""
         decided = graph.shard_decisions(self.graph_root(), shard_tag(*self.numbers[(shard.source, shard.shard)]), self.pipeline.priority)
-        decided.label = cluster_ids(decided.label, self.names)   # what the outputs name: stable cluster numbers, rows
+        decided.label = graph.cluster_ids(decided.label, self.names)   # what the outputs name: stable cluster numbers, rows
         account = partial(self.map_shard, shard, lambda batches, shard: self.outcome(batches, shard, decided), self.sink(shard),
                           ledger=True)
-        if (root := self.outcomes_root()) is None:
+        if (folder := self.kept_outcomes()) is None:
             return account()
         targets = {"ledger": self.run.ledger(self.name, shard.source, shard.shard),
                    "clusters": self.run.clusters(self.name, shard.source, shard.shard)}
@@ -248,8 +233,7 @@ class ClusterStage(ShardStage):
                  "docs": file_digest(self.run.docs(shard.source, shard.shard)),
                  "removed": {step: removed_digest(self.run.ledger(step, shard.source, shard.shard)) for step in self.previous}}
         arrays = {**vars(decided), "node": nodes.row_of(decided.node)}
-        key, folder, name = outcomes.digest(basis, arrays), fs.join(root, "accounting"), f"{shard.source}/{shard.shard}"
-        return outcomes.reuse(folder, name, key, targets, account)
+        return outcomes.reuse(folder, f"{shard.source}/{shard.shard}", outcomes.digest(basis, arrays), targets, account)
 
     def outcome(self, batches, shard: ShardRef, decided: graph.ShardDecisions):
         """The shard's removals and clusters rows, from what the graph decided for it."""

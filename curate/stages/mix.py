@@ -168,7 +168,7 @@ class MixStage(ShardStage):
             raise CurateError(errors[0])  # the first; fixing it changes the plan
         self.run.publish(self.name, MixRecord(plan))
         super().execute(tasks, run_phase)
-        outcomes.prune(self.outcomes(), {t.key for t in tasks})
+        outcomes.prune(self.kept_outcomes(), {t.key for t in tasks})
 
     def measure(self, spec: tuple[str, str], shard: ShardRef) -> dict:
         """Characters of the shard's live documents, and tokens per character on a sample of them; with rehydration,
@@ -202,13 +202,9 @@ class MixStage(ShardStage):
         self.plan = self.run.record(self.name, MixRecord).plan
         self.tokenizer = canonical_json(tokenizer_identity(self.tokenizer_spec()))
 
-    def outcomes(self) -> str:
+    def kept_outcomes(self) -> str:
         """Each shard's accounting kept by what it follows from (`curate.rundir.outcomes`)."""
         return self.run.work(self.name, "outcomes")
-
-    def prefetch(self, tasks) -> list[str]:
-        """The kept records of the shards about to run (`outcomes`)."""
-        return outcomes.records(self.outcomes(), [t.key for t in tasks])
 
     def run_shard(self, shard: ShardRef) -> dict:
         """The shard's downsampled documents, put back from an earlier run where its live documents and its source's
@@ -218,7 +214,7 @@ class MixStage(ShardStage):
                 "rehydrate": self.plan.get("rehydrate"), "docs": measured.shard_key(self, shard.source, shard.shard, self.tokenizer)}
         key, name = hashlib.sha256(canonical_json(part).encode()).hexdigest(), f"{shard.source}/{shard.shard}"
         target = {"ledger": self.run.ledger(self.name, shard.source, shard.shard)}
-        return outcomes.reuse(self.outcomes(), name, key, target, functools.partial(self.account, shard))
+        return outcomes.reuse(self.kept_outcomes(), name, key, target, functools.partial(self.account, shard))
 
     def account(self, shard: ShardRef) -> dict:
         """Also names the shard's copies by content (`copies`, in its marker): the pack step keys each shard by them,

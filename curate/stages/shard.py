@@ -20,7 +20,7 @@ import pyarrow.parquet as pq
 
 from curate.io import fs
 from curate.rundir.edits import apply_edits, read_spans
-from curate.rundir import IngestRecord, ledger_table, write_ledger
+from curate.rundir import IngestRecord, ledger_table, outcomes, write_ledger
 from curate.rundir.layout import ACCOUNTING
 from curate.stages.base import Stage
 from curate.stages.phase import Phase, PhaseRunner, Task
@@ -91,8 +91,13 @@ class ShardStage(Stage):
 
     def prefetch(self, tasks: list[Task[ShardRef]]) -> list[str]:
         """Files that the shards about to run read besides their documents, asked of the disk together before them
-        (`Phase.prefetch`): what an append reads that an earlier run wrote."""
-        return []
+        (`Phase.prefetch`): what an append reads that an earlier run wrote. By default their kept outcomes."""
+        folder = self.kept_outcomes()
+        return outcomes.records(folder, [t.key for t in tasks]) if folder is not None else []
+
+    def kept_outcomes(self) -> str | None:
+        """Where the accounting phase keeps each shard's results across runs (`curate.rundir.outcomes`); None: not kept."""
+        return None
 
     def sink(self, shard: ShardRef) -> ContextManager | None:
         """Where `Output.rows` go (a ParquetSink for a side table), or None."""
