@@ -144,7 +144,8 @@ class RayExecutor:
         phase's tasks share (a model, a tokenizer, every docs shard's number): set up per task, dedup's accounting
         at 5M documents spent half its time reading the ingest record again, 5,500 times. A phase that would run on
         actors runs so too on the embedded cluster without GPUs, where actors would start a new process each (~1 s
-        of imports apiece, and Ray ends the idle task workers meanwhile, to start them again for the next phase)."""
+        of imports apiece, and Ray ends the idle task workers meanwhile, to start them again for the next phase).
+        The Work goes to the object store once and each worker loads it once (`kept_and_call`)."""
         ray = self.ray
         remote = ray.remote(kept_and_call).options(max_retries=self.retries, retry_exceptions=False, **options)
         work_ref = ray.put(work)
@@ -154,7 +155,7 @@ class RayExecutor:
             while queue or pending:
                 while queue and len(pending) < self.queued:
                     task = queue.pop()
-                    pending[remote.remote(work_ref, task, work_ref.hex())] = task
+                    pending[remote.remote([work_ref], task, work_ref.hex())] = task
                 for ref in self._wait(list(pending), work, list(pending.values())):
                     task = pending.pop(ref)
                     yield task, self._get(ref, work, task)
