@@ -19,7 +19,7 @@ import pyarrow as pa
 
 from curate.errors import CurateError, StageError
 from curate.io.auth import bucket_of, is_auth_failure
-from curate.rundir import RunDir
+from curate.rundir import RunDir, digests
 from curate.stages.phase import Task
 
 
@@ -48,7 +48,9 @@ class Work:
     concurrent: bool = False
 
     def prepare(self) -> None:
-        """Compile the phase's kernels (outside any task's timer), then its setup."""
+        """Take in the digests the last run kept (a worker then hashes only files it wrote), compile the phase's
+        kernels (outside any task's timer), then its setup."""
+        digests.load(self.rundir.digests_file)
         if self.kernels:
             from curate.runner.kernels import warm
 

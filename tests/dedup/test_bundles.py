@@ -99,3 +99,16 @@ def test_large_bundles_are_kept_as_open_files_within_the_cap(tmp_path, monkeypat
     assert bundles._opened_files == 2 and len(bundles._opened) == 2 and all(kept[3] for kept in bundles._opened.values())
     assert sorted(bundles.receive(folder, tag_of(key(1)), ["node"], {"node": U64})["node"].tolist()) == [0, 1, 2, 3]
     assert bundles._opened_bytes < 4096
+
+
+def test_a_partition_reads_its_batch_of_each_shard_bundle_once_and_keeps_none(tmp_path, monkeypatch):
+    """`batches` (settle reading what every docs shard gathered for it) yields its own batch of each bundle, reads it at
+    offsets and keeps no bundle: P partitions read S bundles once each, not each whole and kept."""
+    monkeypatch.setattr(bundles, "_opened", {})
+    folder = str(tmp_path / "gathered")
+    for shard in (1, 2, 3):
+        bundles.send(folder, tag_of(key(shard)), [(p, {"node": np.array([shard * 10 + p], U64)}) for p in (0, 1)], bundles.partition)
+    got = [b.column("node").to_pylist() for b in bundles.batches(folder, bundles.partition(1))]
+    assert sorted(got) == [[11], [21], [31]]
+    assert list(bundles.batches(folder, bundles.partition(7))) == []
+    assert bundles._opened == {}

@@ -113,3 +113,26 @@ def test_an_object_store_run_folder_keeps_no_digests(tmp_path, monkeypatch):
     digests.save("s3://bucket/run/_state/digests.json")
     digests.load("s3://bucket/run/_state/digests.json")   # (no store is asked: this would fail without one)
     assert written == []
+
+
+def test_a_worker_takes_in_the_kept_digests_once_as_it_prepares_a_phase(tmp_path, monkeypatch):
+    """A Ray worker's process starts with an empty cache: preparing a phase loads what the last run kept, once, so an
+    append's tasks that restore a shard's result do not hash its docs and ledgers again."""
+    from curate.rundir import RunDir
+    from curate.runner.task import Work
+
+    run = RunDir(str(tmp_path / "run"))
+    docs = tmp_path / "docs.parquet"
+    _write(docs, b"a docs shard", True)
+    digests.file_digest(str(docs))
+    os.makedirs(os.path.dirname(run.digests_file))
+    digests.save(run.digests_file)
+    hashed = _next_run(monkeypatch, str(tmp_path / "none.json"))
+    loads = []
+    real = digests.fs.read_bytes
+    monkeypatch.setattr(digests.fs, "read_bytes", lambda path: loads.append(path) or real(path))
+    work = Work("st", "ph", len, None, run)
+    work.prepare()
+    work.prepare()
+    assert digests.file_digest(str(docs)) == hashlib.sha256(b"a docs shard").hexdigest() and hashed == []
+    assert loads == [run.digests_file], "read once, not again for the next phase while it is as it was"
