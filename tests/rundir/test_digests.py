@@ -136,3 +136,28 @@ def test_a_worker_takes_in_the_kept_digests_once_as_it_prepares_a_phase(tmp_path
     work.prepare()
     assert digests.file_digest(str(docs)) == hashlib.sha256(b"a docs shard").hexdigest() and hashed == []
     assert loads == [run.digests_file], "read once, not again for the next phase while it is as it was"
+
+
+def test_a_ledger_put_back_by_a_link_is_not_read_as_a_table_again(tmp_path, monkeypatch):
+    """Restoring a kept result links the ledger back (its change time moves, so its `stat`-keyed digest no longer
+    holds): the next run hashes its bytes and finds its set of ids by them, without reading the table."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    ledger, kept_copy = tmp_path / "ledger.parquet", tmp_path / "kept.ledger"
+    pq.write_table(pa.table({"id": ["b", "a", "b"]}), ledger)
+    time.sleep(2 * SETTLED_S)
+    first = digests.removed_digest(str(ledger))
+    kept = str(tmp_path / "digests.json")
+    digests.save(kept)
+    os.link(ledger, kept_copy)   # as `outcomes.keep` and `restore` do: the same inode, a new change time
+    ledger.unlink()
+    os.link(kept_copy, ledger)
+
+    _next_run(monkeypatch, kept)
+    tables = []
+    real = digests.read_table
+    monkeypatch.setattr(digests, "read_table", lambda *a, **k: tables.append(a) or real(*a, **k))
+    assert digests.removed_digest(str(ledger)) == first and tables == []
+    pq.write_table(pa.table({"id": ["c"]}), ledger)   # other ids: read as a table, another set
+    assert digests.removed_digest(str(ledger)) != first and len(tables) == 1
