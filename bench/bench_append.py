@@ -19,6 +19,7 @@ import argparse
 import json
 import os
 import re
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -158,8 +159,7 @@ def main() -> int:
             for k, (wall, steps, cold) in enumerate(appends, 1):
                 how = ("the run" if k == 1 else "a copy") + (", page cache dropped" if cold else "")
                 print(f"| {k} ({how}) | {wall:.1f} | {through(steps, names):.1f} | {through(steps, names) / base:.1%} |")
-            costs = sorted(through(steps, names) for _, steps, _ in appends)
-            middle = costs[len(costs) // 2] if len(costs) % 2 else (costs[len(costs) // 2 - 1] + costs[len(costs) // 2]) / 2
+            middle = statistics.median(through(steps, names) for _, steps, _ in appends)
             print(f"| **median** | | **{middle:.1f}** | **{middle / base:.1%}** |")
         print("\nreuse lines of the append run:")
         print("\n".join(f"    {line.strip()}" for line in lines))

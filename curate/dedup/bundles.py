@@ -119,7 +119,7 @@ def _open(path: str) -> tuple[pa.ipc.RecordBatchFileReader, TagIndex]:
     `_KEEP_BYTES` of them in memory), by name, size and time written."""
     store, stripped = fs.filesystem(path)
     if not fs.is_local(store):
-        reader = pa.ipc.open_file(fs.open_input(path))
+        reader = pa.ipc.open_file(_at_offsets(path))
         return reader, TagIndex.of(reader.schema.metadata)
     st = os.stat(stripped)
     key = (stripped, st.st_size, st.st_mtime_ns)
@@ -133,7 +133,7 @@ def _open(path: str) -> tuple[pa.ipc.RecordBatchFileReader, TagIndex]:
             with open(stripped, "rb") as handle:
                 reader = pa.ipc.open_file(pa.py_buffer(handle.read()))
         else:
-            reader = pa.ipc.open_file(pa.OSFile(stripped))
+            reader = pa.ipc.open_file(_at_offsets(path))
         index = TagIndex.of(reader.schema.metadata)
         held = (st.st_size if whole else 0) + index.nbytes() + 32 * reader.num_record_batches   # (its footer's blocks)
         _opened[key] = (reader, index, held, not whole)
@@ -144,6 +144,12 @@ def _open(path: str) -> tuple[pa.ipc.RecordBatchFileReader, TagIndex]:
             _opened_bytes -= dropped
             _opened_files -= was_file
         return reader, index
+
+
+def _at_offsets(path: str):
+    """The bundle as a file read at offsets (a local file, or an object store's): only what is asked of it is read."""
+    store, stripped = fs.filesystem(path)
+    return pa.OSFile(stripped) if fs.is_local(store) else fs.open_input(path)
 
 
 _KEEP = 4096
@@ -179,8 +185,7 @@ def batches(folder: str, tag: str) -> Iterator[pa.RecordBatch]:
     partition's task: its footer and the one batch are read at offsets, and it is not kept. (Read whole and kept, as a
     partition's bundle is, each of P partitions read every docs shard's whole bundle: 5M documents' dedup read 26 GB.)"""
     for path in _bundles(folder):
-        store, stripped = fs.filesystem(path)
-        with (pa.OSFile(stripped) if fs.is_local(store) else fs.open_input(path)) as source:
+        with _at_offsets(path) as source:
             reader = pa.ipc.open_file(source)
             if (at := TagIndex.of(reader.schema.metadata).find(tag)) is not None:
                 yield reader.get_batch(at)
