@@ -1,6 +1,6 @@
 """Dedup's graph at 10M-100M documents: the real candidate and component phases on synthetic band keys (issue 32, item 2).
 
-Generates band rows in the minhash stage's layout (`bands/n=<P>/p=<p>/<source>/<shard>.parquet`: band, key, row,
+Generates band rows in the minhash stage's layout (`bands/n=<P>/p=<p>/<source>/<shard>.arrow`: band, key, row,
 tie, split by `layout.PartitionedSink` as `MinhashSink` does) for N documents over 4 sources, one docs shard per
 500,000 documents, written shard by shard (generation memory: one shard). Cluster sizes: most documents are
 singletons; 10% fall into tail clusters whose sizes follow a rank-size power law (Zipf, exponent 1.1); one giant
@@ -34,7 +34,7 @@ import pyarrow as pa
 
 from curate.dedup import graph, nodes
 from curate.dedup.graph import GraphDir
-from curate.dedup.layout import PartitionedSink, partitions_for, shard_numbers
+from curate.dedup.layout import PLAIN, WORK, PartitionedSink, partitions_for, shard_numbers
 from curate.dedup.shuffle import mix64
 from curate.dedup.signature_store import fixed_lists
 from curate.dedup.sound import Sound, settle
@@ -87,7 +87,8 @@ def generate(root: str, docs: int, partitions: int, seed: int) -> dict:
         use = (rng.random((n, BANDS)) < 0.5) | (np.arange(BANDS)[None, :] == (np.arange(n) % BANDS)[:, None])
         use &= (cl >= 0)[:, None]
         keys = np.where(use, shared, own)
-        with PartitionedSink(lambda p, s=source, h=shard: os.path.join(root, f"p={p:05d}", s, f"{h}.parquet"), partitions, "key") as sink:
+        with PartitionedSink(lambda p, s=source, h=shard: os.path.join(root, f"p={p:05d}", s, f"{h}{WORK}"), partitions, "key",
+                             PLAIN) as sink:   # as the minhash stage writes them (`MinhashSink`)
             sink.write(pa.table({"band": np.tile(np.arange(BANDS, dtype=np.uint16), n), "key": keys.reshape(-1),
                                  "row": np.repeat(row, BANDS), "tie": np.repeat(row, BANDS)}))
     return {"wall_s": time.time() - t0, "cpu_s": time.process_time() - c0, "bytes": du(root)}
@@ -130,10 +131,10 @@ def files_under(folder: str) -> int:
 def components(work: str, bands: str, docs: int, partitions: int, workers: int, max_rounds: int) -> dict:
     """buckets, init, send/receive until no label changes: `curate.stages.clustering.cluster`'s loop, in a process pool."""
     g = GraphDir(os.path.join(work, "graph"), partitions)
-    numbers = shard_numbers([(s, h) for s, h, _, _ in layout(docs)], SOURCES)
+    numbers = shard_numbers([{"source": s, "shard": h} for s, h, _, _ in layout(docs)], SOURCES)
     table: dict = {}
     with ProcessPoolExecutor(workers) as pool:
-        out = run_phase(pool, "buckets", partial(graph.buckets, g, bands, False, numbers), range(partitions), table, g.root)
+        out = run_phase(pool, "buckets", partial(graph.buckets, g, bands, False, numbers, None), range(partitions), table, g.root)
         table["buckets"]["edges"] = sum(r["edges"] for r in out)
         table["buckets"]["files"] = files_under(g.path("edges")) + files_under(g.path("nodes"))
         out = run_phase(pool, "init", partial(graph.init, g), range(partitions), table, g.root)

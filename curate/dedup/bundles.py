@@ -1,14 +1,15 @@
 """Rows one graph task sends to many docs shards, in one work file: `<folder>/from-<origin>.arrow`.
 
 A partition's task (decide, settle, route, the exact check's planning) sends rows to every docs shard with a member in
-it, a docs shard's `resolve` task sends its representatives' ids to their members' shards, and the graph's tasks send
-edges, nodes and each round's label messages to every node partition. A file per (task, receiver) made ~25,000 of a
-1M-document dedup's ~31,000 small files, and P^2 files a round of label propagation (160,000 at 100M documents):
-creating a file costs more than writing its few kilobytes (~0.25 ms each here), and on an object store it is a PUT.
-A bundle is one Arrow IPC file per sending task with one record batch per receiver, the receivers' names in its
-schema's metadata. A receiver opens each bundle of a folder written by partitions (a partition count of them), or,
-from docs shards, only those of the senders it knows of (`receive_from`), and reads its own batch only (IPC files are
-read at offsets: on an object store too, only the footer and that batch travel).
+it, and a docs shard's `resolve` task sends its representatives' ids to their members' shards. (Edges, nodes and each
+round's label messages, all uint64 and sent to node partitions, go in `curate.dedup.mailbox`'s raw files, cheaper
+still to write and read.) A file per (task, receiver) made ~25,000 of a 1M-document dedup's ~31,000 small files, and
+P^2 files a round of label propagation (160,000 at 100M documents): creating a file costs more than writing its few
+kilobytes (~0.25 ms each here), and on an object store it is a PUT. A bundle is one Arrow IPC file per sending task
+with one record batch per receiver, the receivers' names in its schema's metadata. A receiver opens each bundle of a
+folder written by partitions (a partition count of them), or, from docs shards, only those of the senders it knows of
+(`receive_from`), and reads its own batch only (IPC files are read at offsets: on an object store too, only the footer
+and that batch travel).
 
 A partition's bundle names every docs shard (5,500 at 5M documents), and every docs shard's task opens every partition's
 bundle: finding the batch must not cost the receivers' count. The tags are kept sorted and fixed-width (`TAGS`), looked

@@ -1,10 +1,11 @@
 """Connected components by distributed min-label propagation over hash partitions.
 
-Every node starts labelled with its own rank `(hi, node)`. Each round, a partition sends each of its
-nodes' labels along its edges (`send`), and each partition keeps, for each of its nodes, the smallest
-label it received (`receive`). When no label changes, each component carries its smallest rank. No
-step needs more than one partition's nodes, edges and messages in memory. A graph small enough for one task's memory
-takes `smallest` instead: the same components, in a few passes over its edges, without a round's files.
+Every node starts labelled with its own rank `(hi, node)`. Each round, a partition sends the labels of its
+nodes whose label moved in the round before along their edges (`send`; every node's in the first round), and each
+partition keeps, for each of its nodes, the smaller of its label and the smallest it received (`receive`). When no
+label changes, each component carries its smallest rank. No step needs more than one partition's nodes, edges and
+messages in memory. A graph small enough for one task's memory takes `smallest` instead: the same components, in a
+few passes over its edges, without a round's files.
 """
 
 from __future__ import annotations
@@ -21,26 +22,35 @@ def lexmin_by(target: np.ndarray, hi: np.ndarray, lo: np.ndarray):
     return target[first], hi[first], lo[first]
 
 
-def send(edge_u: np.ndarray, edge_v: np.ndarray, node: np.ndarray, label_hi: np.ndarray, label_lo: np.ndarray):
-    """Messages (target, hi, lo): each node's label to itself and to every neighbour.
+def send(edge_u: np.ndarray, edge_v: np.ndarray, node: np.ndarray, label_hi: np.ndarray, label_lo: np.ndarray,
+         moved: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Messages (target, hi, lo): the label of each node whose label `moved` in the round before to every neighbour.
+    A label that stayed was sent already, and its neighbours keep what they took from it: once most labels have
+    settled, few nodes send.
 
     `node` is sorted and holds every `edge_u` of this partition (edges are stored in both directions).
     """
     at = np.searchsorted(node, edge_u)
-    if len(edge_u) and not np.array_equal(node[at], edge_u):
+    if len(edge_u) and (not len(node) or not np.array_equal(node[np.minimum(at, len(node) - 1)], edge_u)):
         raise ValueError("an edge starts at a node this partition has no label for")
-    return (np.concatenate([node, edge_v]), np.concatenate([label_hi, label_hi[at]]),
-            np.concatenate([label_lo, label_lo[at]]))
+    go = moved[at]
+    at = at[go]
+    return edge_v[go], label_hi[at], label_lo[at]
 
 
 def receive(node: np.ndarray, label_hi: np.ndarray, label_lo: np.ndarray,
-            target: np.ndarray, msg_hi: np.ndarray, msg_lo: np.ndarray):
-    """New labels for this partition's nodes and how many changed."""
+            target: np.ndarray, msg_hi: np.ndarray, msg_lo: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """New labels for this partition's nodes, each the smaller of its own and the smallest it was sent, and whether
+    each moved."""
     t, hi, lo = lexmin_by(target, msg_hi, msg_lo)
-    if not np.array_equal(t, node):
-        raise ValueError("messages and labels disagree on this partition's nodes")
-    changed = int(np.count_nonzero((hi != label_hi) | (lo != label_lo)))
-    return hi, lo, changed
+    at = np.searchsorted(node, t)
+    if len(t) and (not len(node) or not np.array_equal(node[np.minimum(at, len(node) - 1)], t)):
+        raise ValueError("a message for a node this partition has no label for")
+    smaller = (hi < label_hi[at]) | ((hi == label_hi[at]) & (lo < label_lo[at]))
+    at = at[smaller]
+    new_hi, new_lo, moved = label_hi.copy(), label_lo.copy(), np.zeros(len(node), bool)
+    new_hi[at], new_lo[at], moved[at] = hi[smaller], lo[smaller], True
+    return new_hi, new_lo, moved
 
 
 def smallest(n: int, u: np.ndarray, v: np.ndarray) -> np.ndarray:

@@ -23,12 +23,12 @@ from dataclasses import dataclass
 import numpy as np
 import pyarrow as pa
 
-from curate.dedup import bundles, components, nodes
+from curate.dedup import bundles, components, mailbox, nodes
 from curate.dedup.candidates import bucket_edges
 from curate.dedup.band_cache import read_bands
 from curate.dedup.layout import WORK, read_columns, read_tables, tag_of, write_columns, write_frame
 from curate.dedup.policy import removed_mask
-from curate.dedup.shuffle import mix64, partition_of, split
+from curate.dedup.shuffle import mix64, partition_of
 from curate.io import fs
 
 U64 = np.uint64
@@ -54,11 +54,18 @@ class GraphDir:
         return self.path("adjacency", f"p={p:05d}{WORK}")
 
     def labels(self, rnd: int, p: int) -> dict[str, np.ndarray]:
-        return read_columns(self._labels(rnd, p), ["node", "hi", "label_hi", "label_lo"],
-                            {"node": U64, "hi": U64, "label_hi": U64, "label_lo": U64})
+        """Partition p's nodes (sorted), ranks and labels before round `rnd`, and whether each label `moved` in the
+        round before (so the node sends it: every node before round 0)."""
+        names = ["node", "hi", "label_hi", "label_lo"]
+        try:
+            return read_columns(self._labels(rnd, p), [*names, "moved"], {**dict.fromkeys(names, U64), "moved": bool})
+        except KeyError:   # written before `moved` (a run resumed across the change): every node sends
+            cols = read_columns(self._labels(rnd, p), names, dict.fromkeys(names, U64))
+            return {**cols, "moved": np.ones(len(cols["node"]), bool)}
 
-    def write_labels(self, rnd: int, p: int, node, hi, label_hi, label_lo) -> None:
-        write_columns(self._labels(rnd, p), node=node, hi=hi, label_hi=label_hi, label_lo=label_lo)
+    def write_labels(self, rnd: int, p: int, node, hi, label_hi, label_lo, moved=None) -> None:
+        write_columns(self._labels(rnd, p), node=node, hi=hi, label_hi=label_hi, label_lo=label_lo,
+                      moved=np.ones(len(node), bool) if moved is None else moved)
 
     def _labels(self, rnd: int, p: int) -> str:
         return self.path("labels", f"r={rnd:03d}", f"p={p:05d}{WORK}")
@@ -78,27 +85,33 @@ def buckets(g: GraphDir, bands: str, verify: bool, numbers: dict | None, keep: s
 
 
 def write_edges(g: GraphDir, origin: str, u, v, hi_u, hi_v) -> None:
-    """Edges in both directions by node partition, and each linked node's rank."""
+    """Edges in both directions by node partition, and each linked node's rank (`mailbox`: every band partition's or
+    docs shard's task sends to every node partition)."""
     both_u, both_v = np.concatenate([u, v]), np.concatenate([v, u])
-    bundles.send(g.path("edges"), origin, split(partition_of(both_u, g.partitions), g.partitions, u=both_u, v=both_v),
-                 bundles.partition)
+    mailbox.send(g.path("edges"), origin, partition_of(both_u, g.partitions), g.partitions, {"u": both_u, "v": both_v})
     linked, first = np.unique(both_u, return_index=True)
     hi = np.concatenate([hi_u, hi_v])[first]
-    bundles.send(g.path("nodes"), origin, split(partition_of(linked, g.partitions), g.partitions, node=linked, hi=hi),
-                 bundles.partition)
+    mailbox.send(g.path("nodes"), origin, partition_of(linked, g.partitions), g.partitions, {"node": linked, "hi": hi})
 
 
 def init(g: GraphDir, p: int) -> dict:
     """The partition's first labels (each node its own), and its edges gathered into one file: every round's `send`
-    reads that one file, not the partition's batch of each of the P edge bundles (P^2 reads a round: at 100M
-    documents, 160,000 of the round's 320,000)."""
-    cols = bundles.receive(g.path("nodes"), bundles.partition(p), ["node", "hi"], {"node": U64, "hi": U64})
+    reads that one file, not the partition's rows of each of the P edge mailboxes."""
+    cols = received(g.path("nodes"), p, g.partitions, ["node", "hi"])
     node, first = np.unique(cols["node"], return_index=True)
     hi = cols["hi"][first]
     g.write_labels(0, p, node, hi, hi, node)
-    edges = bundles.receive(g.path("edges"), bundles.partition(p), ["u", "v"], {"u": U64, "v": U64})
+    edges = received(g.path("edges"), p, g.partitions, ["u", "v"])
     write_columns(g.adjacency(p), u=edges["u"], v=edges["v"])
     return {"in": len(node), "edges": len(edges["u"])}
+
+
+def received(folder: str, p: int, partitions: int, names: list[str]) -> dict[str, np.ndarray]:
+    """The uint64 columns every task sent node partition p under `folder`: their mailboxes, and the Arrow bundles an
+    earlier version sent them as (a run resumed across the change reads both)."""
+    got = mailbox.receive(folder, p, partitions, names)
+    older = bundles.receive(folder, bundles.partition(p), names, dict.fromkeys(names, U64))
+    return {n: np.concatenate([got[n], older[n]]) for n in names}
 
 
 def label(g: GraphDir, task: str) -> dict:
@@ -130,19 +143,18 @@ def label(g: GraphDir, task: str) -> dict:
 def send(g: GraphDir, rnd: int, p: int) -> dict:
     lab = g.labels(rnd, p)
     edges = read_columns(g.adjacency(p), ["u", "v"], {"u": U64, "v": U64})
-    target, hi, lo = components.send(edges["u"], edges["v"], lab["node"], lab["label_hi"], lab["label_lo"])
-    bundles.send(g.path("messages", f"r={rnd:03d}"), bundles.partition(p),
-                 split(partition_of(target, g.partitions), g.partitions, target=target, hi=hi, lo=lo), bundles.partition)
+    target, hi, lo = components.send(edges["u"], edges["v"], lab["node"], lab["label_hi"], lab["label_lo"], lab["moved"])
+    mailbox.send(g.path("messages", f"r={rnd:03d}"), bundles.partition(p), partition_of(target, g.partitions), g.partitions,
+                 {"target": target, "hi": hi, "lo": lo})
     return {"in": len(lab["node"]), "messages": len(target)}
 
 
 def receive(g: GraphDir, rnd: int, p: int) -> dict:
     lab = g.labels(rnd, p)
-    msg = bundles.receive(g.path("messages", f"r={rnd:03d}"), bundles.partition(p), ["target", "hi", "lo"],
-                          {"target": U64, "hi": U64, "lo": U64})
-    hi, lo, changed = components.receive(lab["node"], lab["label_hi"], lab["label_lo"], msg["target"], msg["hi"], msg["lo"])
-    g.write_labels(rnd + 1, p, lab["node"], lab["hi"], hi, lo)
-    return {"in": len(lab["node"]), "changed": changed}
+    msg = received(g.path("messages", f"r={rnd:03d}"), p, g.partitions, ["target", "hi", "lo"])
+    hi, lo, moved = components.receive(lab["node"], lab["label_hi"], lab["label_lo"], msg["target"], msg["hi"], msg["lo"])
+    g.write_labels(rnd + 1, p, lab["node"], lab["hi"], hi, lo, moved)
+    return {"in": len(lab["node"]), "changed": int(moved.sum())}
 
 
 def decide(g: GraphDir, policy: str, by_id: bool, rnd: int, p: int) -> dict:

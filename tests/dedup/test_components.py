@@ -33,27 +33,25 @@ def _propagate(u, v, hi_of, partitions):
     labels = {}
     for p, part in split(partition_of(linked, partitions), partitions, node=linked):
         node = np.sort(part["node"])
-        labels[p] = (node, hi_of(node), node.copy())
+        labels[p] = (node, hi_of(node), node.copy(), np.ones(len(node), bool))
     edges = dict(split(partition_of(both_u, partitions), partitions, u=both_u, v=both_v))
     for rounds in range(1, 100):  # noqa: B007 - the count is returned after the loop
         inbox = {p: [] for p in labels}
-        for p, (node, lhi, llo) in labels.items():
+        for p, (node, lhi, llo, moved) in labels.items():
             e = edges.get(p, {"u": np.empty(0, U64), "v": np.empty(0, U64)})
-            t, h, l = components.send(e["u"], e["v"], node, lhi, llo)
+            t, h, l = components.send(e["u"], e["v"], node, lhi, llo, moved)
             for q, part in split(partition_of(t, partitions), partitions, t=t, h=h, l=l):
                 inbox[q].append(part)
         changed = 0
-        for p, (node, lhi, llo) in list(labels.items()):
-            t = np.concatenate([m["t"] for m in inbox[p]])
-            h = np.concatenate([m["h"] for m in inbox[p]])
-            l = np.concatenate([m["l"] for m in inbox[p]])
-            nh, nl, c = components.receive(node, lhi, llo, t, h, l)
-            labels[p] = (node, nh, nl)
-            changed += c
+        for p, (node, lhi, llo, _) in list(labels.items()):
+            t, h, l = (np.concatenate([m[k] for m in inbox[p]] or [np.empty(0, U64)]) for k in ("t", "h", "l"))
+            nh, nl, moved = components.receive(node, lhi, llo, t, h, l)
+            labels[p] = (node, nh, nl, moved)
+            changed += int(moved.sum())
         if changed == 0:
             break
     out = {}
-    for node, _lhi, llo in labels.values():
+    for node, _lhi, llo, _ in labels.values():
         out.update(zip(node.tolist(), llo.tolist()))
     return out, rounds
 

@@ -85,6 +85,23 @@ def test_results_do_not_depend_on_the_number_of_partitions(tmp_path, sample_dir,
     assert duckdb.sql(q.format(tmp_path / "p1")).fetchall() == duckdb.sql(q.format(cross)).fetchall()
 
 
+def test_a_graph_labelled_in_rounds_gives_what_one_task_gives_and_leaves_no_round_behind(tmp_path, sample_dir, cross,
+                                                                                       monkeypatch):
+    """A graph over `graph.IN_MEMORY` is labelled by rounds of send/receive tasks through mailboxes (here: every graph);
+    the run's ledger and clusters are those of one task labelling the whole graph, and each round's messages are gone
+    once it is received."""
+    from curate.dedup import graph
+
+    monkeypatch.setattr(graph, "IN_MEMORY", 0)
+    assert run_cli(_pipeline(tmp_path, sample_dir), "--output", tmp_path / "rounds", "--inline", "-q") == 0
+    rounds = sorted(p.name for p in (tmp_path / "rounds" / "_state" / "dedup").iterdir() if p.name.startswith("receive-"))
+    assert len(rounds) >= 2 and not (tmp_path / "rounds" / "_state" / "dedup" / "label").exists()
+    assert not list((tmp_path / "rounds" / "_work" / "dedup" / "graph" / "messages").iterdir())
+    for q in ("SELECT source, id, reason, detail FROM read_parquet('{}/ledger/dedup/*/*.parquet') ORDER BY ALL",
+              "SELECT * FROM read_parquet('{}/dedup/clusters/*/*.parquet') ORDER BY ALL"):
+        assert duckdb.sql(q.format(tmp_path / "rounds")).fetchall() == duckdb.sql(q.format(cross)).fetchall()
+
+
 def test_policy_all_keeps_one_document_per_cluster(tmp_path, sample_dir):
     f = _pipeline(tmp_path, sample_dir, policy="all", extra=", tie_break: longer")
     assert run_cli(f, "--output", tmp_path / "run", "--inline", "-q") == 0

@@ -1,0 +1,94 @@
+"""A round of label propagation travels in one raw mailbox file per sending partition (`curate.dedup.mailbox`)."""
+
+import os
+
+import numpy as np
+import pytest
+
+from curate.dedup import bundles, components, graph, mailbox
+from curate.dedup.shuffle import partition_of, split
+
+U64 = np.uint64
+
+
+def sent(folder, origin, receivers, partitions, **columns):
+    mailbox.send(folder, origin, np.array(receivers, np.int64), partitions, {k: np.array(v, U64) for k, v in columns.items()})
+
+
+@pytest.mark.parametrize("where", ["local", "memory"])
+def test_each_partition_receives_its_rows_from_every_sender_and_nothing_else(tmp_path, where):
+    """Rows go to their receiver whatever order they were sent in, every column with them; a partition nothing was sent
+    to gets empty uint64 columns. On an object store (fsspec's memory one here) the reads are ranged reads."""
+    folder = str(tmp_path / "r=000") if where == "local" else f"memory://mailbox-{tmp_path.name}/r=000"
+    sent(folder, "00000", [2, 0, 2, 3], 5, target=[20, 1, 21, 30], hi=[7, 8, 9, 10])
+    sent(folder, "00001", [2, 4], 5, target=[22, 40], hi=[11, 12])
+    got = {p: mailbox.receive(folder, p, 5, ["target", "hi"]) for p in range(5)}
+    assert got[2]["target"].tolist() == [20, 21, 22] and got[2]["hi"].tolist() == [7, 9, 11]
+    assert got[0]["target"].tolist() == [1] and got[3]["hi"].tolist() == [10] and got[4]["target"].tolist() == [40]
+    assert got[1]["target"].tolist() == [] and got[1]["hi"].dtype == U64 and got[2]["target"].dtype == U64
+    assert mailbox.receive(folder.replace("r=000", "r=001"), 2, 5, ["target"])["target"].tolist() == []   # no folder
+
+
+def test_a_task_run_again_replaces_its_mailbox_and_sending_nothing_leaves_none(tmp_path):
+    folder = str(tmp_path / "r=000")
+    sent(folder, "00000", [0, 1], 2, lo=[1, 2])
+    sent(folder, "00000", [1, 1], 2, lo=[5, 6])
+    assert mailbox.receive(folder, 0, 2, ["lo"])["lo"].tolist() == []
+    assert mailbox.receive(folder, 1, 2, ["lo"])["lo"].tolist() == [5, 6]
+    sent(folder, "00000", [], 2, lo=[])
+    assert os.listdir(folder) == []
+
+
+def test_a_mailbox_of_another_shape_or_cut_short_is_refused(tmp_path):
+    """A receiver that expects other partitions or columns than the sender wrote, or a file shorter than its offsets
+    say, fails loudly rather than take wrong rows."""
+    folder = str(tmp_path / "r=000")
+    sent(folder, "00000", [0, 1, 1], 3, target=[1, 2, 3], lo=[4, 5, 6])
+    with pytest.raises(ValueError, match="not a mailbox of 4 partitions"):
+        mailbox.receive(folder, 1, 4, ["target", "lo"])
+    with pytest.raises(ValueError, match="3 partitions and 1 columns"):
+        mailbox.receive(folder, 1, 3, ["target"])
+    path = os.path.join(folder, f"from-00000{mailbox.SUFFIX}")
+    with open(path, "r+b") as handle:
+        handle.truncate(os.path.getsize(path) - 8)
+    with pytest.raises(ValueError, match="cut short"):
+        mailbox.receive(folder, 1, 3, ["target", "lo"])
+
+
+def test_a_round_an_earlier_version_sent_as_bundles_is_still_received(tmp_path):
+    """A run resumed mid-round across the change: senders that ran before it left Arrow bundles, the rest mailboxes;
+    `graph.receive` reads both, and the labels are those of a round sent wholly by mailboxes."""
+    rng = np.random.default_rng(3)
+    ids = np.unique(rng.integers(1, 10_000, 400).astype(U64))
+    u, v = ids[rng.integers(0, len(ids), 300)], ids[rng.integers(0, len(ids), 300)]
+    u, v = u[u != v], v[u != v]
+    labels = {}
+    for way in ("mailboxes", "mixed"):
+        g = graph.GraphDir(str(tmp_path / way), 3)
+        graph.write_edges(g, "00000", u, v, np.zeros(len(u), U64), np.zeros(len(v), U64))
+        for p in range(3):
+            graph.init(g, p)
+            graph.send(g, 0, p)
+        if way == "mixed":   # partition 1's messages as the earlier version sent them: one Arrow bundle
+            folder, lab = g.path("messages", "r=000"), g.labels(0, 1)
+            os.remove(os.path.join(folder, f"from-{bundles.partition(1)}{mailbox.SUFFIX}"))
+            edges = graph.read_columns(g.adjacency(1), ["u", "v"], {"u": U64, "v": U64})
+            target, hi, lo = components.send(edges["u"], edges["v"], lab["node"], lab["label_hi"], lab["label_lo"], lab["moved"])
+            bundles.send(folder, bundles.partition(1), split(partition_of(target, 3), 3, target=target, hi=hi, lo=lo),
+                         bundles.partition)
+        changed = [graph.receive(g, 0, p)["changed"] for p in range(3)]
+        labels[way] = ([g.labels(1, p)["label_lo"].tolist() for p in range(3)], changed)
+    assert labels["mixed"] == labels["mailboxes"] and sum(labels["mixed"][1]) > 0
+
+
+def test_labels_an_earlier_version_wrote_send_every_node(tmp_path):
+    """Label files from before `moved` (a run resumed across the change) read as if every label moved: each node
+    sends its label in the next round, which is what the earlier version's rounds did."""
+    from curate.dedup.layout import write_columns
+
+    g = graph.GraphDir(str(tmp_path / "g"), 2)
+    node = np.array([3, 5], U64)
+    write_columns(g._labels(2, 1), node=node, hi=node, label_hi=node, label_lo=node)
+    assert g.labels(2, 1)["moved"].tolist() == [True, True]
+    g.write_labels(3, 1, node, node, node, node, np.array([False, True]))
+    assert g.labels(3, 1)["moved"].tolist() == [False, True] and g.labels(3, 0)["moved"].dtype == bool
