@@ -92,3 +92,15 @@ def test_labels_an_earlier_version_wrote_send_every_node(tmp_path):
     assert g.labels(2, 1)["moved"].tolist() == [True, True]
     g.write_labels(3, 1, node, node, node, node, np.array([False, True]))
     assert g.labels(3, 1)["moved"].tolist() == [False, True] and g.labels(3, 0)["moved"].dtype == bool
+
+
+def test_init_keeps_each_edge_once_whatever_band_partitions_sent_it(tmp_path):
+    """An edge that two band partitions found (two documents sharing keys in two bands) is one edge of the adjacency
+    every round reads; the adjacency is sorted by (u, v)."""
+    g = graph.GraphDir(str(tmp_path / "g"), 1)
+    u, v = np.array([5, 3, 5], U64), np.array([9, 7, 8], U64)
+    graph.write_edges(g, "00000", u, v, np.zeros(3, U64), np.zeros(3, U64))
+    graph.write_edges(g, "00001", u[:2], v[:2], np.zeros(2, U64), np.zeros(2, U64))   # (5, 9) and (3, 7) again
+    assert graph.init(g, 0) == {"in": 5, "edges": 6}
+    adjacency = graph.read_columns(g.adjacency(0), ["u", "v"], {"u": U64, "v": U64})
+    assert list(zip(adjacency["u"].tolist(), adjacency["v"].tolist())) == [(3, 7), (5, 8), (5, 9), (7, 3), (8, 5), (9, 5)]
