@@ -86,8 +86,10 @@ class _Ranges:
             os.close(self.fd)
 
     def read(self, start: int, size: int) -> bytes:
-        """(By name: s3fs's `cat_file` takes a version id second.)"""
-        got = os.pread(self.fd, size, start) if self.fd is not None else self.store.cat_file(self.stripped, start=start, end=start + size)
+        if self.fd is not None:
+            got = os.pread(self.fd, size, start)
+        else:   # start and end by name: s3fs's `cat_file` takes a version id second
+            got = self.store.cat_file(self.stripped, start=start, end=start + size)
         if len(got) != size:
             raise ValueError(f"{self.stripped}: {len(got)} bytes at {start}, expected {size} (a mailbox cut short)")
         return got

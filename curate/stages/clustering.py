@@ -93,7 +93,7 @@ def _rounds(c: Clustering, run_phase: PhaseRunner, parts: list[Task]) -> int:
     for rnd in range(c.max_rounds):
         run_phase(phase(f"send-{rnd}", parts, partial(graph.send, c.graph, rnd)))
         changed = sum(r["changed"] for r in run_phase(phase(f"receive-{rnd}", parts, partial(graph.receive, c.graph, rnd))))
-        fs.remove(c.graph.path("messages", f"r={rnd:03d}"))   # no later task reads a round's messages (~1.5 GB at 100M)
+        fs.remove(c.graph.path("messages", f"r={rnd:03d}"))   # no later task reads a round's messages (~2 GB at 100M)
         if changed == 0:
             return rnd + 1
     raise CurateError(f"stage '{c.stage}': components did not converge in {c.max_rounds} rounds")
