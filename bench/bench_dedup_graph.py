@@ -32,13 +32,12 @@ from functools import partial
 import numpy as np
 import pyarrow as pa
 
-from curate.dedup import graph, nodes
+from curate.dedup import bundles, graph, nodes
 from curate.dedup.graph import GraphDir
 from curate.dedup.layout import PLAIN, WORK, PartitionedSink, partitions_for, shard_numbers
 from curate.dedup.shuffle import mix64
 from curate.dedup.signature_store import fixed_lists
 from curate.dedup.sound import Sound, settle
-from curate.io.parquet import write_table
 
 BANDS = 8                  # zyda2: 8 bands x 16 rows
 SOURCES = ["fwe", "dclm", "zyda", "dolma_cc"]
@@ -159,7 +158,8 @@ def components(work: str, bands: str, docs: int, partitions: int, workers: int, 
 
 
 def write_giant(work: str, members: int, partitions: int, seed: int) -> tuple[GraphDir, int]:
-    """The giant cluster's gathered rows (node, label, hi, length, sig) in the partition of its label, one file per 250k."""
+    """The giant cluster's gathered rows (node, label, hi, length, sig) sent to the partition of its label, a bundle per
+    250k members."""
     g = GraphDir(os.path.join(work, "settle"), partitions)
     rng = np.random.default_rng([seed, 7])
     template = rng.integers(0, 2**32, NUM_PERM, dtype=np.uint32)
@@ -174,9 +174,9 @@ def write_giant(work: str, members: int, partitions: int, seed: int) -> tuple[Gr
         sig[change] = rng.integers(0, 2**32, int(change.sum()), dtype=np.uint32)
         hi = (nodes.priority_of(node).astype(np.uint64) << np.uint64(32)) | nodes.row_of(node).astype(np.uint64)
         p = int(graph.partition_of(np.array([label], np.uint64), partitions)[0])
-        write_table(g.path("sound", "gathered", f"p={p:05d}", f"from-{i:05d}.parquet"),
-                    pa.table({"node": node, "label": np.full(n, label, np.uint64), "hi": hi,
-                              "length": np.full(n, 1000, np.int64), "sig": fixed_lists(sig)}), compression="lz4")
+        bundles.send(g.path("sound", "gathered"), f"{i:05d}",   # as `sound.gather` sends a docs shard's members
+                     [(p, {"node": node, "label": np.full(n, label, np.uint64), "hi": hi, "length": np.full(n, 1000, np.int64),
+                           "sig": fixed_lists(sig)})], bundles.partition, PLAIN)
     return g, p
 
 
