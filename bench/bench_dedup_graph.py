@@ -141,8 +141,9 @@ def components(work: str, bands: str, docs: int, partitions: int, workers: int, 
         send = {"wall_s": 0.0, "cpu_s": 0.0, "task_peak_rss": 0, "tasks": 0}
         for rnd in range(max_rounds):
             step: dict = {}
-            run_phase(pool, f"send-{rnd}", partial(graph.send, g, rnd), range(partitions), step, None)
-            out = run_phase(pool, f"receive-{rnd}", partial(graph.receive, g, rnd), range(partitions), step, g.root)
+            by = graph.senders(run_phase(pool, f"send-{rnd}", partial(graph.send, g, rnd), range(partitions), step, None), partitions)
+            jobs = [(p, by[p] if by else None) for p in range(partitions)]   # as `clustering._rounds` gives them
+            out = run_phase(pool, f"receive-{rnd}", partial(graph.receive, g, rnd), jobs, step, g.root)
             for row in step.values():
                 for k in ("wall_s", "cpu_s", "tasks"):
                     send[k] += row[k]

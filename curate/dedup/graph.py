@@ -118,10 +118,10 @@ def distinct_edges(u: np.ndarray, v: np.ndarray) -> tuple[np.ndarray, np.ndarray
     return u[first], v[first]
 
 
-def received(folder: str, p: int, partitions: int, names: list[str]) -> dict[str, np.ndarray]:
-    """The uint64 columns every task sent node partition p under `folder`: their mailboxes, and the Arrow bundles an
-    earlier version sent them as (a run resumed across the change reads both)."""
-    got = mailbox.receive(folder, p, partitions, names)
+def received(folder: str, p: int, partitions: int, names: list[str], origins: list[str] | None = None) -> dict[str, np.ndarray]:
+    """The uint64 columns every task (or the named `origins`) sent node partition p under `folder`: their mailboxes,
+    and the Arrow bundles an earlier version sent them as (a run resumed across the change reads both)."""
+    got = mailbox.receive(folder, p, partitions, names, origins)
     older = bundles.receive(folder, bundles.partition(p), names, dict.fromkeys(names, U64))
     return {n: np.concatenate([got[n], older[n]]) for n in names}
 
@@ -156,14 +156,32 @@ def send(g: GraphDir, rnd: int, p: int) -> dict:
     lab = g.labels(rnd, p)
     edges = read_columns(g.adjacency(p), ["u", "v"], {"u": U64, "v": U64})
     target, hi, lo = components.send(edges["u"], edges["v"], lab["node"], lab["label_hi"], lab["label_lo"], lab["moved"])
-    mailbox.send(g.path("messages", f"r={rnd:03d}"), bundles.partition(p), partition_of(target, g.partitions), g.partitions,
-                 {"target": target, "hi": hi, "lo": lo})
-    return {"in": len(lab["node"]), "messages": len(target)}
+    counts = mailbox.send(g.path("messages", f"r={rnd:03d}"), bundles.partition(p), partition_of(target, g.partitions),
+                          g.partitions, {"target": target, "hi": hi, "lo": lo})
+    return {"in": len(lab["node"]), "messages": len(target), "p": p, "to": np.packbits(counts > 0).tobytes().hex()}
 
 
-def receive(g: GraphDir, rnd: int, p: int) -> dict:
+def senders(sent: list[dict], partitions: int) -> list[list[int]] | None:
+    """For each node partition, the partitions whose `send` wrote it messages (each result's `to`: a bit a receiver),
+    where most pairs sent nothing (the later rounds, once most labels settled): a receiver then reads only those
+    mailboxes, not the head of each of P. None when the round was dense, or a result does not say (an earlier
+    version's)."""
+    if any("to" not in r for r in sent):
+        return None
+    wrote = np.zeros((partitions, partitions), bool)
+    for r in sent:
+        wrote[r["p"]] = np.unpackbits(np.frombuffer(bytes.fromhex(r["to"]), np.uint8), count=partitions).astype(bool)
+    if wrote.sum() > wrote.size // 2:
+        return None
+    return [np.flatnonzero(wrote[:, q]).tolist() for q in range(partitions)]
+
+
+def receive(g: GraphDir, rnd: int, job: int | tuple[int, list[int] | None]) -> dict:
+    """Partition p's new labels from its round's messages (`job`: p, or p and the partitions that sent it any)."""
+    p, origins = (job, None) if isinstance(job, int) else job
     lab = g.labels(rnd, p)
-    msg = received(g.path("messages", f"r={rnd:03d}"), p, g.partitions, ["target", "hi", "lo"])
+    msg = received(g.path("messages", f"r={rnd:03d}"), p, g.partitions, ["target", "hi", "lo"],
+                   None if origins is None else [bundles.partition(q) for q in origins])
     hi, lo, moved = components.receive(lab["node"], lab["label_hi"], lab["label_lo"], msg["target"], msg["hi"], msg["lo"])
     g.write_labels(rnd + 1, p, lab["node"], lab["hi"], hi, lo, moved)
     return {"in": len(lab["node"]), "changed": int(moved.sum())}

@@ -28,16 +28,18 @@ U64 = np.dtype("<u8")
 CHUNK = 1 << 20   # rows a sender lays out at once
 
 
-def send(folder: str, origin: str, receiver: np.ndarray, partitions: int, columns: dict[str, np.ndarray]) -> None:
+def send(folder: str, origin: str, receiver: np.ndarray, partitions: int, columns: dict[str, np.ndarray]) -> np.ndarray:
     """Write each row of `columns` (uint64, one value a row each) to partition `receiver[row]`, as the mailbox
-    `folder/from-<origin>`: replaces what an earlier try of the same task sent (nothing to send removes it)."""
+    `folder/from-<origin>`: replaces what an earlier try of the same task sent (nothing to send removes it). Returns
+    the rows each partition was sent."""
     path = fs.join(folder, f"from-{origin}{SUFFIX}")
+    counts = np.bincount(receiver, minlength=partitions)
     if not len(receiver):
         fs.remove(path)
-        return
+        return counts
     order = np.argsort(receiver, kind="stable")
     offsets = np.zeros(partitions + 1, U64)
-    np.cumsum(np.bincount(receiver, minlength=partitions), out=offsets[1:])
+    np.cumsum(counts, out=offsets[1:])
     with fs.AtomicWriter(path) as handle:
         handle.write(MAGIC + np.array([partitions, len(columns)], U64).tobytes())
         handle.write(offsets.tobytes())
@@ -46,13 +48,15 @@ def send(folder: str, origin: str, receiver: np.ndarray, partitions: int, column
             for j, column in enumerate(columns.values()):
                 rows[:, j] = column[order[start:start + CHUNK]]
             handle.write(rows.data)
+    return counts
 
 
-def receive(folder: str, p: int, partitions: int, names: list[str]) -> dict[str, np.ndarray]:
-    """The rows every sender under `folder` sent to partition `p`, as uint64 columns named `names` (in the order the
-    senders gave them), concatenated in the senders' order."""
-    parts = [rows for path in fs.glob(fs.join(folder, f"from-*{SUFFIX}"))
-             if len(rows := _rows_for(path, p, partitions, len(names)))]
+def receive(folder: str, p: int, partitions: int, names: list[str], origins: list[str] | None = None) -> dict[str, np.ndarray]:
+    """The rows every sender under `folder` (or the named `origins` only: those that sent `p` rows) sent to partition
+    `p`, as uint64 columns named `names` (in the order the senders gave them), concatenated in the senders' order."""
+    paths = fs.glob(fs.join(folder, f"from-*{SUFFIX}")) if origins is None else \
+        [fs.join(folder, f"from-{origin}{SUFFIX}") for origin in sorted(origins)]
+    parts = [rows for path in paths if len(rows := _rows_for(path, p, partitions, len(names)))]
     rows = np.concatenate(parts) if parts else np.empty((0, len(names)), U64)
     return {name: np.ascontiguousarray(rows[:, j]) for j, name in enumerate(names)}
 

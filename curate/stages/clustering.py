@@ -89,10 +89,12 @@ def cluster(c: Clustering, run: RunDir, jobs: list[ShardJob], run_phase: PhaseRu
 
 
 def _rounds(c: Clustering, run_phase: PhaseRunner, parts: list[Task]) -> int:
-    """Label propagation, a partition a task, until no label changes; the last round's number."""
+    """Label propagation, a partition a task, until no label changes; the last round's number. In a sparse round each
+    receiving task is told which partitions sent it messages (`graph.senders`)."""
     for rnd in range(c.max_rounds):
-        run_phase(phase(f"send-{rnd}", parts, partial(graph.send, c.graph, rnd)))
-        changed = sum(r["changed"] for r in run_phase(phase(f"receive-{rnd}", parts, partial(graph.receive, c.graph, rnd))))
+        by = graph.senders(list(run_phase(phase(f"send-{rnd}", parts, partial(graph.send, c.graph, rnd)))), c.graph.partitions)
+        jobs = [Task(t.key, t.where, (t.payload, by[t.payload] if by else None)) for t in parts]
+        changed = sum(r["changed"] for r in run_phase(phase(f"receive-{rnd}", jobs, partial(graph.receive, c.graph, rnd))))
         fs.remove(c.graph.path("messages", f"r={rnd:03d}"))   # no later task reads a round's messages (~2 GB at 100M)
         if changed == 0:
             return rnd + 1

@@ -104,3 +104,46 @@ def test_init_keeps_each_edge_once_whatever_band_partitions_sent_it(tmp_path):
     assert graph.init(g, 0) == {"in": 5, "edges": 6}
     adjacency = graph.read_columns(g.adjacency(0), ["u", "v"], {"u": U64, "v": U64})
     assert list(zip(adjacency["u"].tolist(), adjacency["v"].tolist())) == [(3, 7), (5, 8), (5, 9), (7, 3), (8, 5), (9, 5)]
+
+
+def test_a_receiver_told_its_senders_reads_only_their_mailboxes(tmp_path):
+    """In a sparse round `send`'s results say who wrote to whom (`graph.senders`): a receiver reads those mailboxes and
+    no other (a mailbox it was not told of is not read, even one holding rows for it); a dense round, or results that
+    do not say, leave every receiver to read every mailbox."""
+    folder = str(tmp_path / "r=001")
+    sent(folder, "00000", [1], 4, lo=[10])
+    sent(folder, "00002", [1, 3], 4, lo=[12, 13])
+    assert mailbox.receive(folder, 1, 4, ["lo"], ["00002"])["lo"].tolist() == [12]
+    assert mailbox.receive(folder, 1, 4, ["lo"], [])["lo"].tolist() == []
+    assert sorted(mailbox.receive(folder, 1, 4, ["lo"])["lo"].tolist()) == [10, 12]
+
+    def result(p, to):
+        return {"p": p, "to": np.packbits(np.isin(np.arange(4), to)).tobytes().hex()}
+
+    assert graph.senders([result(0, [1]), result(2, [1, 3]), result(1, []), result(3, [])], 4) == [[], [0, 2], [], [2]]
+    assert graph.senders([result(p, [0, 1, 2, 3]) for p in range(4)], 4) is None   # dense: every receiver reads all
+    assert graph.senders([result(0, [1]), {"p": 1}], 4) is None
+
+
+def test_rounds_told_their_senders_label_as_rounds_that_read_every_mailbox(tmp_path):
+    """The send/receive rounds give each partition the same labels whether receivers are told their senders (sparse
+    rounds) or read every mailbox."""
+    rng = np.random.default_rng(5)
+    ids = np.unique(rng.integers(1, 50_000, 3000).astype(U64))
+    pick = rng.integers(0, len(ids), (2, 1500))
+    u, v = ids[pick[0]], ids[pick[1]]
+    u, v = u[u != v], v[u != v]
+    labels, told = {}, 0
+    for way in ("told", "all"):
+        g = graph.GraphDir(str(tmp_path / way), 6)
+        graph.write_edges(g, "00000", u, v, np.zeros(len(u), U64), np.zeros(len(v), U64))
+        for p in range(6):
+            graph.init(g, p)
+        for rnd in range(100):
+            sent = [graph.send(g, rnd, p) for p in range(6)]
+            by = graph.senders(sent, 6) if way == "told" else None
+            told += by is not None
+            if sum(graph.receive(g, rnd, (p, by[p] if by else None))["changed"] for p in range(6)) == 0:
+                break
+        labels[way] = [g.labels(rnd + 1, p)["label_lo"].tolist() for p in range(6)]
+    assert labels["told"] == labels["all"] and rnd > 2 and told > 0
