@@ -30,9 +30,7 @@ def send(edge_u: np.ndarray, edge_v: np.ndarray, node: np.ndarray, label_hi: np.
 
     `node` is sorted and holds every `edge_u` of this partition (edges are stored in both directions).
     """
-    at = np.searchsorted(node, edge_u)
-    if len(edge_u) and (not len(node) or not np.array_equal(node[np.minimum(at, len(node) - 1)], edge_u)):
-        raise ValueError("an edge starts at a node this partition has no label for")
+    at = _positions(node, edge_u, "an edge starts at a node this partition has no label for")
     go = moved[at]
     at = at[go]
     return edge_v[go], label_hi[at], label_lo[at]
@@ -43,14 +41,20 @@ def receive(node: np.ndarray, label_hi: np.ndarray, label_lo: np.ndarray,
     """New labels for this partition's nodes, each the smaller of its own and the smallest it was sent, and whether
     each moved."""
     t, hi, lo = lexmin_by(target, msg_hi, msg_lo)
-    at = np.searchsorted(node, t)
-    if len(t) and (not len(node) or not np.array_equal(node[np.minimum(at, len(node) - 1)], t)):
-        raise ValueError("a message for a node this partition has no label for")
+    at = _positions(node, t, "a message for a node this partition has no label for")
     smaller = (hi < label_hi[at]) | ((hi == label_hi[at]) & (lo < label_lo[at]))
     at = at[smaller]
     new_hi, new_lo, moved = label_hi.copy(), label_lo.copy(), np.zeros(len(node), bool)
     new_hi[at], new_lo[at], moved[at] = hi[smaller], lo[smaller], True
     return new_hi, new_lo, moved
+
+
+def _positions(node: np.ndarray, keys: np.ndarray, missing: str) -> np.ndarray:
+    """Where each of `keys` is in the sorted `node`; ValueError(`missing`) when one is not there."""
+    at = np.searchsorted(node, keys)
+    if len(keys) and (not len(node) or not np.array_equal(node[np.minimum(at, len(node) - 1)], keys)):
+        raise ValueError(missing)
+    return at
 
 
 def smallest(n: int, u: np.ndarray, v: np.ndarray) -> np.ndarray:

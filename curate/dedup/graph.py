@@ -119,11 +119,19 @@ def distinct_edges(u: np.ndarray, v: np.ndarray) -> tuple[np.ndarray, np.ndarray
 
 
 def received(folder: str, p: int, partitions: int, names: list[str], origins: list[str] | None = None) -> dict[str, np.ndarray]:
-    """The uint64 columns every task (or the named `origins`) sent node partition p under `folder`: their mailboxes,
-    and the Arrow bundles an earlier version sent them as (a run resumed across the change reads both)."""
+    """The uint64 columns every task sent node partition p under `folder` (one listing of it): their mailboxes, and the
+    Arrow bundles an earlier version sent them as (a run resumed across the change reads both). `origins`: the senders
+    this version's `send`s named, all mailboxes: the folder is not listed."""
+    older: list[str] = []
+    if origins is None:
+        listed = [path.rsplit("/", 1)[-1].removeprefix("from-") for path in fs.glob(fs.join(folder, "from-*"))]
+        origins = [name.removesuffix(mailbox.SUFFIX) for name in listed if name.endswith(mailbox.SUFFIX)]
+        older = [name.removesuffix(WORK) for name in listed if name.endswith(WORK)]
     got = mailbox.receive(folder, p, partitions, names, origins)
-    older = bundles.receive(folder, bundles.partition(p), names, dict.fromkeys(names, U64))
-    return {n: np.concatenate([got[n], older[n]]) for n in names}
+    if not older:
+        return got
+    old = bundles.receive_from(folder, older, bundles.partition(p), names, dict.fromkeys(names, U64))
+    return {n: np.concatenate([got[n], old[n]]) for n in names}
 
 
 def label(g: GraphDir, task: str) -> dict:
