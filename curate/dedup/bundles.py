@@ -27,6 +27,7 @@ from typing import Callable, Iterable, Iterator
 import numpy as np
 import pyarrow as pa
 
+from curate.dedup import rowset
 from curate.dedup.layout import IPC, PLAIN, WORK, tag_of
 from curate.io.ipc import SMALL_FILE
 from curate.io import fs
@@ -37,32 +38,76 @@ SHARDS = b"shards"   # schema metadata of bundles from before `TAGS`: the receiv
 TAGS = b"tags"       # schema metadata: the receivers' tags, sorted, each padded with NULs to the longest (numpy `S<width>`)
 WIDTH = b"tag_width"
 BATCH = b"tag_batch"   # ... and the batch of each, in that order (little-endian int32)
+DIGESTS = b"tag_digest"   # ... and, where the sender asked (`send(digests=True)`), a digest of each (DIGEST bytes)
+DIGEST = rowset.LANES * 8
+NOTHING = rowset.add([]).tobytes().hex()   # `digest` of a tag nothing was sent to
 
 
 def send(folder: str, origin: str, parts: Iterable[tuple[int, dict[str, np.ndarray]]], name: Callable[[int], str] = tag_of,
-         options: pa.ipc.IpcWriteOptions | None = None) -> None:
+         options: pa.ipc.IpcWriteOptions | None = None, digests: bool = False) -> dict[str, str]:
     """Write `(key, columns)` parts as the bundle `folder/from-<origin>`, each batch under `name(key)` (a docs shard's
     tag by default; `partition` for a node partition): replaces what an earlier try of the same task sent (nothing to
-    send removes it). `options`: how buffers are written (default: by batch size, below)."""
+    send removes it). `options`: how buffers are written (default: by batch size, below). With `digests`, each batch's
+    content digest is kept beside its tag (`digest`: what a receiver was sent, known without reading it) and returned,
+    by tag."""
     path = fs.join(folder, f"from-{origin}{WORK}")
-    tags, batches, fields = [], [], None
+    tags, batches, fields, raw = [], [], None, []
     for key, columns in parts:
         tags.append(name(key))
         batches.append([col if isinstance(col, pa.Array) else pa.array(col) for col in columns.values()])
         fields = fields or list(zip(columns, (a.type for a in batches[-1])))
+        if digests:
+            raw.append(list(columns.values()))
     if not batches:
         fs.remove(path)
-        return
+        return {}
+    sums = [row.tobytes() for row in rowset.digests([f for f, _ in fields], raw)] if digests else []
     # record batches straight to the writer: at 100M documents a task sends to 400 partitions a round, and a table
     # per part, its metadata replaced, cost 2.6x the batch itself (~0.4 against ~0.16 ms a part)
     # a bundle of small batches (a docs shard's few members, at 1M documents ~10 rows) goes uncompressed: lz4 makes each
     # buffer of each batch a frame to undo (~75 us a batch against ~18 read in place) and saves nothing at that size
     rows = sum(len(arrays[0]) for arrays in batches)
-    schema = pa.schema(fields, metadata=TagIndex.metadata(tags))
+    schema = pa.schema(fields, metadata=TagIndex.metadata(tags, sums or None))
     options = options or (PLAIN if rows < SMALL_BATCH * len(batches) else IPC)
     with fs.AtomicWriter(path) as handle, pa.ipc.new_file(handle, schema, options=options) as writer:
         for arrays in batches:
             writer.write_batch(pa.RecordBatch.from_arrays(arrays, schema=schema))
+    return {tag: digest.hex() for tag, digest in zip(tags, sums)}
+
+
+def digest(folder: str, tag: str) -> str | None:
+    """What every bundle under `folder` sent to `tag`, by content (`rowset`: whatever the order and split of the rows
+    among senders), without reading it: from the digests its senders kept (`send(digests=True)`); None where a sender
+    kept none (an earlier version wrote it)."""
+    parts = []
+    for path in _bundles(folder):
+        at = (index := _open(path)[1]).position(tag)
+        if at is None:
+            continue
+        if index.digests is None:
+            return None
+        parts.append(index.digests[at].view(np.uint64))
+    return rowset.add(parts).tobytes().hex()
+
+
+def digests(folder: str) -> dict[str, str] | None:
+    """`digest` of every tag sent to under `folder`, from the bundles' indexes at once (a driver putting back a thousand
+    shards' results); None where a bundle kept no digests."""
+    tags, lanes = [], []
+    for path in _bundles(folder):
+        index = _open(path)[1]
+        if index.digests is None:
+            return None
+        tags.append(index.tags)
+        lanes.append(index.digests.view(np.uint64).reshape(-1, rowset.LANES))
+    if not tags:
+        return {}
+    width = max(t.dtype.itemsize for t in tags)
+    names, at = np.unique(np.concatenate([t.astype(f"S{width}") for t in tags]), return_inverse=True)
+    sums = np.zeros((len(names), rowset.LANES), np.uint64)
+    with np.errstate(over="ignore"):
+        np.add.at(sums, at, np.concatenate(lanes))
+    return {name.decode(): row.tobytes().hex() for name, row in zip(names, sums)}
 
 
 def partition(p: int) -> str:
@@ -75,18 +120,19 @@ def _bundles(folder: str) -> list[str]:
 
 
 class TagIndex:
-    """Which batch of a bundle a receiver's tag names: a binary search over the sorted tags (`TAGS`)."""
+    """Which batch of a bundle a receiver's tag names: a binary search over the sorted tags (`TAGS`); and, where the
+    sender kept them, the batches' digests in the same order (`DIGESTS`)."""
 
-    def __init__(self, tags: np.ndarray, batch: np.ndarray):
-        self.tags, self.batch = tags, batch
+    def __init__(self, tags: np.ndarray, batch: np.ndarray, digests: np.ndarray | None = None):
+        self.tags, self.batch, self.digests = tags, batch, digests
 
     @staticmethod
-    def metadata(tags: list[str]) -> dict[bytes, bytes]:
+    def metadata(tags: list[str], digests: list[bytes] | None = None) -> dict[bytes, bytes]:
         encoded = [t.encode() for t in tags]
         width = max(map(len, encoded))
         order = np.argsort(np.array(encoded, f"S{width}"), kind="stable")
         return {TAGS: b"".join(encoded[i].ljust(width, b"\0") for i in order), WIDTH: str(width).encode(),
-                BATCH: order.astype("<i4").tobytes()}
+                BATCH: order.astype("<i4").tobytes(), **({DIGESTS: b"".join(digests[i] for i in order)} if digests else {})}
 
     @classmethod
     def of(cls, metadata: dict[bytes, bytes]) -> "TagIndex":
@@ -96,20 +142,25 @@ class TagIndex:
         return cls(*cls._arrays(metadata))
 
     @staticmethod
-    def _arrays(metadata: dict[bytes, bytes]) -> tuple[np.ndarray, np.ndarray]:
-        return np.frombuffer(metadata[TAGS], f"S{int(metadata[WIDTH])}"), np.frombuffer(metadata[BATCH], "<i4")
+    def _arrays(metadata: dict[bytes, bytes]) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
+        digests = np.frombuffer(metadata[DIGESTS], np.uint8).reshape(-1, DIGEST) if DIGESTS in metadata else None
+        return np.frombuffer(metadata[TAGS], f"S{int(metadata[WIDTH])}"), np.frombuffer(metadata[BATCH], "<i4"), digests
+
+    def position(self, tag: str) -> int | None:
+        """Where `tag` is among the sorted tags, or None when nothing was sent to it."""
+        wanted = tag.encode()
+        at = int(np.searchsorted(self.tags, wanted))
+        return at if at < len(self.tags) and self.tags[at] == wanted else None
 
     def find(self, tag: str) -> int | None:
         """The batch sent to `tag`, or None when nothing was."""
-        wanted = tag.encode()
-        at = int(np.searchsorted(self.tags, wanted))
-        return int(self.batch[at]) if at < len(self.tags) and self.tags[at] == wanted else None
+        return None if (at := self.position(tag)) is None else int(self.batch[at])
 
     def __iter__(self) -> Iterator[str]:
         return (t.decode() for t in self.tags)
 
     def nbytes(self) -> int:
-        return self.tags.nbytes + self.batch.nbytes
+        return self.tags.nbytes + self.batch.nbytes + (0 if self.digests is None else self.digests.nbytes)
 
 
 def _open(path: str) -> tuple[pa.ipc.RecordBatchFileReader, TagIndex]:

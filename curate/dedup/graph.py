@@ -23,7 +23,7 @@ from dataclasses import dataclass
 import numpy as np
 import pyarrow as pa
 
-from curate.dedup import bundles, components, mailbox, nodes
+from curate.dedup import bundles, components, mailbox, nodes, rowset
 from curate.dedup.candidates import bucket_edges
 from curate.dedup.band_cache import read_bands
 from curate.dedup.layout import WORK, read_columns, read_tables, tag_of, write_columns, write_frame
@@ -220,9 +220,9 @@ def write_decisions(g: GraphDir, origin: str, node, label, gone, rep, sim=None, 
     method = np.zeros(n, np.uint8) if method is None else np.asarray(method, np.uint8)
     length = np.full(n, -1, np.int64) if length is None else np.asarray(length, np.int64)
     frozen_rep = np.zeros(n, bool) if frozen_rep is None else np.asarray(frozen_rep, bool)
-    bundles.send(g.path("reps"), origin, by_shard(rep, node=node, rep=rep, gone=gone))
+    bundles.send(g.path("reps"), origin, by_shard(rep, node=node, rep=rep, gone=gone), digests=True)
     bundles.send(g.path("members"), origin, by_shard(node, node=node, label=label, removed=gone, sim=sim, method=method,
-                                                     length=length, frozen_rep=frozen_rep, rep=rep))
+                                                     length=length, frozen_rep=frozen_rep, rep=rep), digests=True)
 
 
 def idrank(g: GraphDir, tag: str, ids: pa.Array) -> dict:
@@ -259,8 +259,20 @@ def resolve(g: GraphDir, tag: str, ids: pa.Array, r: dict[str, np.ndarray] | Non
     (`r`: what `reps` returns, when the caller read it already)."""
     r = reps(g.root, tag) if r is None else r
     rep_id = ids.take(pa.array(nodes.row_of(r["rep"]))).cast(pa.string())   # (the source is the sender's: its priority)
-    bundles.send(g.path("resolved"), tag, by_shard(r["node"], node=r["node"], rep_id=rep_id))
-    return {"in": len(r["node"]), "removed": int(r["gone"].sum())}
+    sent = bundles.send(g.path("resolved"), tag, by_shard(r["node"], node=r["node"], rep_id=rep_id), digests=True)
+    return {"in": len(r["node"]), "removed": int(r["gone"].sum()), "sent": sent}
+
+
+def resolved_digests(sent: list[tuple[str, dict]]) -> dict[str, str] | None:
+    """Per receiving docs shard, the content of what the `resolve` tasks (`(sender tag, result)`) sent it (`rowset`);
+    None where a result names nothing (an earlier version's)."""
+    if any("sent" not in result for _, result in sent):
+        return None
+    parts: dict[str, list[np.ndarray]] = {}
+    for _, result in sent:
+        for receiver, digest in result["sent"].items():
+            parts.setdefault(receiver, []).append(np.frombuffer(bytes.fromhex(digest), np.uint64))
+    return {receiver: rowset.add(p).tobytes().hex() for receiver, p in parts.items()}
 
 
 def reps(root: str, tag: str) -> dict[str, np.ndarray]:

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from typing import Iterable
 
 import numpy as np
 import pyarrow as pa
@@ -43,40 +44,57 @@ def digest(basis: dict, arrays: dict[str, np.ndarray | pa.Array]) -> str:
     return h.hexdigest()
 
 
-def reuse(folder: str, name: str, key: str, targets: dict[str, str], make) -> dict:
+def reuse(folder: str, name: str, key: str, targets: dict[str, str], make, quick: str | None = None) -> dict:
     """The task's counts: put back from what was kept under `key` (`restore`), else `make()` (which writes `targets`)
-    and keep its result for the next run (`keep`)."""
-    if (kept := restore(folder, name, key, targets)) is not None:
+    and keep its result for the next run (`keep`). `quick`: a second key of the same result, known before its inputs
+    are read (what a graph phase sent the shard, by digest), kept beside `key` for the next run's `restore(...,
+    field="quick")`."""
+    if (kept := restore(folder, name, key, targets, quick=quick)) is not None:
         return kept
     result = make()
-    keep(folder, name, key, targets, result)
+    keep(folder, name, key, targets, result, quick)
     return result
 
 
-def restore(folder: str, name: str, key: str, targets: dict[str, str]) -> dict | None:
-    """The kept result of `name` when it was made from inputs of digest `key`: its files linked to `targets` (by
-    role), and the task's counts it returned; None (nothing done) when there is none for that digest."""
-    kept = _read(fs.join(folder, f"{name}.json"))
-    if kept is None or kept.get("key") != key or set(kept["files"]) != set(targets):
+def restore(folder: str, name: str, key: str, targets: dict[str, str], field: str = "key", quick: str | None = None) -> dict | None:
+    """The kept result of `name` when it was made from inputs of digest `key` (or of quick key `key`, by `field`): its
+    files linked to `targets` (by role), and the task's counts it returned; None (nothing done) when there is none.
+    `quick`: kept beside the result put back, for the next run."""
+    path = fs.join(folder, f"{name}.json")
+    kept = _read(path)
+    if kept is None or kept.get(field) != key or set(kept["files"]) != set(targets):
         return None
-    for role, path in targets.items():
+    for role, target in targets.items():
         if kept["files"][role]:
-            fs.link(fs.join(folder, f"{name}.{role}"), path)
+            fs.link(fs.join(folder, f"{name}.{role}"), target)
         else:
-            fs.remove(path)
+            fs.remove(target)
+    if quick is not None and kept.get("quick") != quick:
+        fs.write_bytes(path, json.dumps({**kept, "quick": quick}).encode())
     return kept["result"]
 
 
-def keep(folder: str, name: str, key: str, targets: dict[str, str], result: dict) -> None:
-    """Keep what a task just wrote to `targets` (a role absent on disk is kept as absent) and its counts, under `key`;
-    the digest is written last, so a killed task leaves nothing that restores."""
+def restore_all(folder: str, wanted: Iterable[tuple[str, str | None, str, dict[str, str]]], field: str = "key") -> dict[str, dict]:
+    """In the driver, before a phase's tasks (`Phase.restore`): of `wanted` (task key, key by `field`, kept name,
+    targets), the results kept under their key, put back, by task key. Only in a local run folder (a link each; on an
+    object store a put back is a copy, and each task makes its own)."""
+    if not fs.is_local(fs.filesystem(folder)[0]):
+        return {}
+    return {task: kept for task, key, name, targets in wanted
+            if key is not None and (kept := restore(folder, name, key, targets, field)) is not None}
+
+
+def keep(folder: str, name: str, key: str, targets: dict[str, str], result: dict, quick: str | None = None) -> None:
+    """Keep what a task just wrote to `targets` (a role absent on disk is kept as absent) and its counts, under `key`
+    (and `quick`); the digest is written last, so a killed task leaves nothing that restores."""
     fs.remove(fs.join(folder, f"{name}.json"))
     files = {}
     for role, path in targets.items():
         files[role] = fs.exists(path)
         if files[role]:
             fs.link(path, fs.join(folder, f"{name}.{role}"))
-    fs.write_bytes(fs.join(folder, f"{name}.json"), json.dumps({"key": key, "files": files, "result": result}).encode())
+    record = {"key": key, "files": files, "result": result, **({"quick": quick} if quick is not None else {})}
+    fs.write_bytes(fs.join(folder, f"{name}.json"), json.dumps(record).encode())
 
 
 def records(folder: str, names: list[str]) -> list[str]:

@@ -52,11 +52,20 @@ class PhaseRunner:
         if todo and self.executor is None:
             self.executor = self._start_executor()
         started = time.monotonic()
+        results: dict[str, dict] = {}
+        ran = len(todo)
+        if todo and phase.restore is not None:   # put back by the driver at once, markers written as a task's would be
+            restored = phase.restore(todo)
+            marker_of = dict(zip((t.key for t in phase.tasks), markers))
+            for task in (t for t in todo if t.key in restored):
+                results[task.key] = {**restored[task.key], "seconds": 0.0,
+                                     **({"source": task.source, "shard": task.shard} if task.source is not None else {})}
+                self.rundir.write_json(marker_of[task.key], results[task.key])
+            todo = [t for t in todo if t.key not in restored]
         if todo and phase.kernels:
             self._compile(stage, phase.kernels)
         label = stage if phase.accounts else f"{stage}: {phase.label}"
-        self.progress.start(label, len(phase.tasks), len(done), unit_of(phase.name, phase.accounts))
-        results: dict[str, dict] = {}
+        self.progress.start(label, len(phase.tasks), len(done) + len(results), unit_of(phase.name, phase.accounts))
         if todo:
             work = Work(stage, phase.name, phase.run, phase.setup, self.rundir, tuple(phase.kernels), phase.concurrent)
             for task, result in self.executor.map(work, todo, phase.resources):
@@ -69,7 +78,7 @@ class PhaseRunner:
             log.info("[%s] %d of %d shards reused, %d new", stage, len(done), len(phase.tasks), len(todo))
         self.wall[stage] = self.wall.get(stage, 0.0) + time.monotonic() - started
         out = PhaseResults(results[t.key] if t.key in results else self.rundir.read_json(markers[i]) for i, t in enumerate(phase.tasks))
-        out.ran = len(todo)
+        out.ran = ran
         self.compute[stage] = self.compute.get(stage, 0.0) + sum(r.get("seconds", 0.0) for r in out)
         return out
 

@@ -10,12 +10,9 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass
 from functools import partial
-from typing import Iterator
 
-import numpy as np
-import pyarrow as pa
 
-from curate.dedup import graph, nodes, sound, verify
+from curate.dedup import bundles, graph, nodes, sound, verify
 from curate.rundir import outcomes
 from curate.dedup.shingles import Shingling
 from curate.errors import CurateError
@@ -23,23 +20,15 @@ from curate.io.parquet import ParquetSink
 from curate.dedup.layout import WORK, shard_numbers, shard_tag
 from curate.io import fs
 from curate.rundir.digests import file_digest, removed_digest
-from curate.rundir import DedupRecord, IngestRecord, RunDir
-from curate.stages import sound_phases
-from curate.stages.facets import Facets
+from curate.rundir import IngestRecord, RunDir
+from curate.stages import quick_keys, sound_phases
+from curate.stages.cluster_facets import ClusterFacets
 from curate.stages.graph_jobs import ShardJob, column, phase, queued
 from curate.stages.phase import PhaseRunner, Task
-from curate.stages.shard import Output, ShardRef, ShardStage, removals
+from curate.stages.cluster_outcome import CLUSTERS, shard_outcome
+from curate.stages.shard import ShardRef, ShardStage
 
 log = logging.getLogger("curate")
-
-CLUSTERS = pa.schema([("id", pa.string()), ("source", pa.string()), ("cluster", pa.uint64()), ("kept", pa.bool_()),
-                      ("rep_id", pa.string()), ("rep_source", pa.string()), ("similarity", pa.float32()), ("method", pa.string()),
-                      ("length", pa.int64()), ("represents", pa.int64())])
-"""`cluster`: a number of the member's cluster that does not move when an append numbers docs shards anew (a 64-bit
-hash of where its first document lives: source, docs shard name, row; `graph.cluster_ids`). `rep_*`: the member's
-representative (the kept document a removed one duplicates, or that a kept one was compared with); `similarity` to it
-and `method` (null where not measured: unverified mode); `length` in characters (null: unknown); `represents`: 1 + the
-documents removed in this one's favour (0 for a removed one), for rehydration."""
 
 
 @dataclass(frozen=True)
@@ -82,7 +71,12 @@ def cluster(c: Clustering, run: RunDir, jobs: list[ShardJob], run_phase: PhaseRu
             run_phase(phase("choose", parts, partial(graph.choose, g)))
     kept = (lambda todo: outcomes.records(fs.join(c.outcomes, "resolve"), [f"{t.payload.source}/{t.payload.shard}" for t in todo])) \
         if c.outcomes is not None else None
-    run_phase(phase("resolve", queued(g, shards, "reps"), partial(_resolve, run, g, c.outcomes), prefetch=kept))
+    resolving = queued(g, shards, "reps")
+    resolved = run_phase(phase("resolve", resolving, partial(_resolve, run, g, c.outcomes), prefetch=kept,
+                               restore=partial(_restore_resolves, run, g, c.outcomes) if c.outcomes is not None else None))
+    if c.outcomes is not None:   # the accounting's quick keys (`curate.stages.quick_keys`)
+        quick_keys.keep_sent(run, g.root, c.outcomes, {t.payload.tag: f"{t.payload.source}/{t.payload.shard}" for t in shards},
+                             [(t.payload.tag, r) for t, r in zip(resolving, resolved)])
     if ran:   # the reuse line of the other steps: the graph is settled whole, every partition (a resumed run: the rest)
         log.info("[%s] %d of %d partitions reused, %d recomputed (the whole graph is labelled again)",
                  c.stage, len(parts) - ran, len(parts), ran)
@@ -103,69 +97,32 @@ def _rounds(c: Clustering, run_phase: PhaseRunner, parts: list[Task]) -> int:
 
 def _resolve(run: RunDir, g: graph.GraphDir, kept_in: str | None, job: ShardJob) -> dict:
     """A docs shard's `resolve`; with `kept_in`, put back from an earlier run where the rows the graph sent the shard
-    and its documents are the same (`curate.rundir.outcomes`)."""
+    and its documents are the same (`curate.rundir.outcomes`; by their digests alone: `_restore_resolves`)."""
     if kept_in is None:
         return column(run, "id", lambda tag, ids: graph.resolve(g, tag, ids), job)
+    quick, name, target = _resolve_where(run, g, job)
+    basis = _resolve_basis(run, job)
     sent = graph.reps(g.root, job.tag)
-    key = outcomes.digest({"version": ClusterStage.VERSION, "source": job.source, "tag": job.tag,
-                           "docs": file_digest(run.docs(job.source, job.shard))}, sent)
-    folder, name, target = fs.join(kept_in, "resolve"), f"{job.source}/{job.shard}", {"bundle": g.path("resolved", f"from-{job.tag}{WORK}")}
-    return outcomes.reuse(folder, name, key, target,
-                          lambda: column(run, "id", lambda tag, ids: graph.resolve(g, tag, ids, sent), job))
+    return outcomes.reuse(fs.join(kept_in, "resolve"), name, outcomes.digest(basis, sent), target,
+                          lambda: column(run, "id", lambda tag, ids: graph.resolve(g, tag, ids, sent), job), quick)
 
 
-def shard_outcome(d: graph.ShardDecisions, source: str, reason: str, batches: Iterator[pa.Table]) -> Iterator[Output]:
-    """Per batch of live documents (with `_row`): removals (`<reason>:<kept source>`, detail naming the kept
-    document, the cluster and, where measured, the similarity and how) and `clusters` rows for the batch's members."""
-    rows = nodes.row_of(d.node)
-    for batch in batches:
-        at = np.isin(rows, batch.column("_row").to_numpy())
-        if not at.any():
-            yield None
-            continue
-        ids = batch.column("id").combine_chunks().take(pa.array(np.searchsorted(batch.column("_row").to_numpy(), rows[at])))
-        sim, method, length, rep_id = d.sim[at], d.method[at], d.length[at], d.rep_id.filter(pa.array(at))
-        measured = ~np.isnan(sim)
-        members = pa.table({"id": ids, "source": pa.array([source] * len(ids), pa.string()), "cluster": pa.array(d.label[at]),
-                            "kept": pa.array(~d.removed[at]), "rep_id": rep_id,
-                            "rep_source": pa.array(d.rep_source[at], pa.string()),
-                            "similarity": pa.array(sim, pa.float32(), mask=~measured),
-                            "method": pa.array(np.array(graph.METHODS, object)[method], pa.string(), mask=method == 0),
-                            "length": pa.array(length, pa.int64(), mask=length < 0), "represents": pa.array(d.represents[at])},
-                           schema=CLUSTERS)
-        gone = np.flatnonzero(d.removed[at])
-        for_frozen, kept_id = d.frozen_rep[at], rep_id.take(pa.array(gone, pa.int64())).to_pylist()
-        details = [f"kept {kept_id[k]} ({d.rep_source[at][i]}{', frozen' if for_frozen[i] else ''}); cluster {d.label[at][i]}"
-                   + (f"; similarity {sim[i]:.3f} ({graph.METHODS[method[i]]})" if measured[i] else "") for k, i in enumerate(gone)]
-        yield Output(rows=members, removed=removals(
-            ids.take(pa.array(gone, pa.int64())), pa.array([f"{reason}:{d.rep_source[at][i]}" for i in gone], pa.string()),
-            pa.array(details, pa.string())), counts={"removed_for_frozen": int(for_frozen.sum())} if for_frozen.any() else {})
+def _resolve_basis(run: RunDir, job: ShardJob) -> dict:
+    return {"version": ClusterStage.VERSION, "source": job.source, "tag": job.tag, "docs": file_digest(run.docs(job.source, job.shard))}
 
 
-class ClusterFacets(Facets):
-    """Dedup's sections (clusters, who gave way to whom), and a dedup step's share removed and alarms (its record)."""
+def _resolve_where(run: RunDir, g: graph.GraphDir, job: ShardJob, reps: dict[str, str] | None = None) -> tuple:
+    """(quick key, kept name, targets) of a `resolve` task (`reps`: every tag's digest, read at once by the driver)."""
+    sent = bundles.digest(g.path("reps"), job.tag) if reps is None else reps.get(job.tag, bundles.NOTHING)
+    return (quick_keys.resolve_key(_resolve_basis(run, job), sent), f"{job.source}/{job.shard}",
+            {"bundle": g.path("resolved", f"from-{job.tag}{WORK}")})
 
-    REPORT = ("curate.report.dedup:SECTION", "curate.report.examples:CLUSTERS_SECTION")
 
-    @classmethod
-    def lines(cls, run, step, rows, order):
-        """Per source: the share removed and the largest clusters; then each alarm."""
-        record = run.find_record(step, DedupRecord)
-        if record is None:
-            return []
-        shares = ", ".join(f"{s} {v['share']:.1%}" + (f" (largest clusters {', '.join(map(str, v['largest_clusters']))})"
-                                                      if v["largest_clusters"] else "") for s, v in record.sources.items())
-        frozen = [] if not record.frozen else [
-            f"{step}: frozen {record.frozen['from']}: {record.frozen['found']:,} of its {record.frozen['documents']:,} kept documents "
-            f"found; {record.frozen['removed_for_frozen']:,} new documents removed as duplicates of frozen ones"]
-        return [f"{step}: removed {shares}"] + frozen + [f"WARNING: {line}" for line in record.alarms]
-
-    @classmethod
-    def flags(cls, run, step, sources):
-        """`dedup` in summary.json: each source's share removed, largest clusters and alarm."""
-        record = run.find_record(step, DedupRecord)
-        return {s: {"dedup": {"removed_share": v["share"], "largest_clusters": v["largest_clusters"], "alarm": v["alarm"]}}
-                for s, v in (record.sources if record is not None else {}).items()}
+def _restore_resolves(run: RunDir, g: graph.GraphDir, kept_in: str, todo: list[Task]) -> dict[str, dict]:
+    """The `resolve` tasks put back by their quick keys at once, in the driver (`Phase.restore`)."""
+    if (reps := bundles.digests(g.path("reps"))) is None:
+        return {}
+    return outcomes.restore_all(fs.join(kept_in, "resolve"), ((t.key, *_resolve_where(run, g, t.payload, reps)) for t in todo), "quick")
 
 
 class ClusterStage(ShardStage):
@@ -179,7 +136,7 @@ class ClusterStage(ShardStage):
     FACETS = ClusterFacets
     REASON = ""
     GLOBAL = True                   # a cluster spans sources; who is kept follows the priority
-    VERSION = 7                     # 2: the graph's work files are Arrow IPC (`layout.WORK`); 3: what a partition sends
+    VERSION = 8                     # 2: the graph's work files are Arrow IPC (`layout.WORK`); 3: what a partition sends
                                     # to docs shards is one bundle per task (`curate.dedup.bundles`): a run killed before
                                     # labels its graph again rather than resume over files it cannot see; 4: `resolve`
                                     # sends one bundle per docs shard, and members name their representative; edges,
@@ -188,6 +145,7 @@ class ClusterStage(ShardStage):
                                     # 5: `init` gathers a partition's edges into one file that every round reads
                                     # 6: a source's docs shards numbered in input order (`layout.shard_numbers`)
                                     # 7: `resolve` sends ids only (a representative's source is its node's priority)
+                                    # 8: decisions and `resolve`'s ids keep digests of what each shard is sent (quick keys)
     PIPELINE_READS = ("priority",)
 
     def owned_paths(self) -> list[str]:
@@ -210,6 +168,7 @@ class ClusterStage(ShardStage):
     def setup(self) -> None:
         self.numbers = self.shard_numbers()
         self.names = {(p << int(nodes.SHARD_BITS)) | i: f"{source}/{shard}" for (source, shard), (p, i) in self.numbers.items()}
+        self.sent = self.run.read_json(fs.join(self.graph_root(), quick_keys.SENT))   # (`cluster`; None: not kept)
 
     def sink(self, shard: ShardRef) -> ParquetSink:
         return ParquetSink(self.run.clusters(self.name, shard.source, shard.shard), CLUSTERS)
@@ -224,20 +183,39 @@ class ClusterStage(ShardStage):
 
     def run_shard(self, shard: ShardRef) -> dict:
         """The accounting phase's task; put back from an earlier run where the shard's decisions and live documents are
-        the same (`kept_outcomes`): in an append, most shards'."""
-        decided = graph.shard_decisions(self.graph_root(), shard_tag(*self.numbers[(shard.source, shard.shard)]), self.pipeline.priority)
+        the same (`kept_outcomes`): in an append, most shards' (by what the graph sent them, at once: `restore`)."""
+        tag, folder = shard_tag(*self.numbers[(shard.source, shard.shard)]), self.kept_outcomes()
+        decided = graph.shard_decisions(self.graph_root(), tag, self.pipeline.priority)
         decided.label = graph.cluster_ids(decided.label, self.names)   # what the outputs name: stable cluster numbers, rows
         account = partial(self.map_shard, shard, lambda batches, shard: self.outcome(batches, shard, decided), self.sink(shard),
                           ledger=True)
-        if (folder := self.kept_outcomes()) is None:
+        if folder is None:
             return account()
-        targets = {"ledger": self.run.ledger(self.name, shard.source, shard.shard),
-                   "clusters": self.run.clusters(self.name, shard.source, shard.shard)}
+        quick, name, targets, basis = self.kept_where(shard, tag, self.sent)
+        arrays = {**vars(decided), "node": nodes.row_of(decided.node)}
+        return outcomes.reuse(folder, name, outcomes.digest(basis, arrays), targets, account, quick)
+
+    def kept_where(self, shard: ShardRef, tag: str, sent: dict | None, digests: tuple[dict, dict] | None = None) -> tuple:
+        """(quick key, kept name, targets, basis) of a shard's accounting (`digests`: every tag's members and reps,
+        read at once by the driver; None: this tag's, read here)."""
         basis = {"step": self.name, "version": self.VERSION, "reason": self.REASON, "rows": self.pipeline.execution["batch_rows"],
                  "docs": file_digest(self.run.docs(shard.source, shard.shard)),
                  "removed": {step: removed_digest(self.run.ledger(step, shard.source, shard.shard)) for step in self.previous}}
-        arrays = {**vars(decided), "node": nodes.row_of(decided.node)}
-        return outcomes.reuse(folder, f"{shard.source}/{shard.shard}", outcomes.digest(basis, arrays), targets, account)
+        members, reps = ((bundles.digest(self.graph_root() + f"/{f}", tag) for f in ("members", "reps")) if digests is None
+                         else (d.get(tag, bundles.NOTHING) for d in digests))
+        quick = quick_keys.accounting_key(basis, tag, members, reps, sent, self.pipeline.priority)
+        return quick, f"{shard.source}/{shard.shard}", {"ledger": self.run.ledger(self.name, shard.source, shard.shard),
+                                                        "clusters": self.run.clusters(self.name, shard.source, shard.shard)}, basis
+
+    def restore(self, tasks: list[Task]) -> dict[str, dict]:
+        """The shards whose quick key was kept, put back by the driver at once (`Phase.restore`)."""
+        sent, folder = self.run.read_json(fs.join(self.graph_root(), quick_keys.SENT)), self.kept_outcomes()
+        digests = tuple(bundles.digests(fs.join(self.graph_root(), f)) for f in ("members", "reps"))
+        if folder is None or sent is None or None in digests:
+            return {}
+        numbers = self.shard_numbers()
+        return outcomes.restore_all(folder, ((t.key, *self.kept_where(t.payload, shard_tag(*numbers[(t.source, t.shard)]), sent,
+                                                                       digests)[:3]) for t in tasks), "quick")
 
     def outcome(self, batches, shard: ShardRef, decided: graph.ShardDecisions):
         """The shard's removals and clusters rows, from what the graph decided for it."""

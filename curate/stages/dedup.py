@@ -8,7 +8,7 @@ It reads the band keys a minhash step published (`MinhashRecord`) and runs the g
 `curate.stages.clustering` over hash partitions of nodes; no task holds more than one partition's edges
 or labels, nothing ever holds every signature. Its accounting phase writes the ledger (reason
 `minhash_duplicate_of:<source>`, detail `kept <id> (<source>); cluster N; similarity 0.912 (exact jaccard)`)
-and `RUN/<stage>/clusters/<source>/<shard>.parquet` (`clustering.CLUSTERS`).
+and `RUN/<stage>/clusters/<source>/<shard>.parquet` (`cluster_outcome.CLUSTERS`).
 """
 
 from __future__ import annotations

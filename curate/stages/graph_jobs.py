@@ -32,9 +32,9 @@ def column(run: RunDir, name: str, fn, job: ShardJob) -> dict:
     return fn(job.tag, table.column(name).combine_chunks())
 
 
-def phase(name: str, tasks: list[Task], fn, kernels: tuple[Kernel, ...] = (), prefetch=None) -> Phase:
+def phase(name: str, tasks: list[Task], fn, kernels: tuple[Kernel, ...] = (), prefetch=None, restore=None) -> Phase:
     """A graph phase: each task reads and writes only its own files, so an inline run may run several at once."""
-    return Phase(name, tasks, fn, concurrent=True, kernels=kernels, prefetch=prefetch)
+    return Phase(name, tasks, fn, concurrent=True, kernels=kernels, prefetch=prefetch, restore=restore)
 
 
 def queued(g: graph.GraphDir, shards: list[Task], *folder: str) -> list[Task]:

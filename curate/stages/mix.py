@@ -210,11 +210,21 @@ class MixStage(ShardStage):
         """The shard's downsampled documents, put back from an earlier run where its live documents and its source's
         part of the plan (epochs, seed, rehydration) are the same: an append that moves one source's epochs writes
         only that source's shards and the new ones again."""
-        part = {"version": self.VERSION, "epochs": self.plan["sources"][shard.source]["epochs"], "seed": self.plan["seed"],
-                "rehydrate": self.plan.get("rehydrate"), "docs": measured.shard_key(self, shard.source, shard.shard, self.tokenizer)}
-        key, name = hashlib.sha256(canonical_json(part).encode()).hexdigest(), f"{shard.source}/{shard.shard}"
-        target = {"ledger": self.run.ledger(self.name, shard.source, shard.shard)}
+        key, name, target = self.kept_where(shard, self.plan, self.tokenizer)
         return outcomes.reuse(self.kept_outcomes(), name, key, target, functools.partial(self.account, shard))
+
+    def kept_where(self, shard: ShardRef, plan: dict, tokenizer: str) -> tuple[str, str, dict[str, str]]:
+        """(key, kept name, targets) of a shard's accounting: its live documents and its source's part of the plan."""
+        part = {"version": self.VERSION, "epochs": plan["sources"][shard.source]["epochs"], "seed": plan["seed"],
+                "rehydrate": plan.get("rehydrate"), "docs": measured.shard_key(self, shard.source, shard.shard, tokenizer)}
+        return (hashlib.sha256(canonical_json(part).encode()).hexdigest(), f"{shard.source}/{shard.shard}",
+                {"ledger": self.run.ledger(self.name, shard.source, shard.shard)})
+
+    def restore(self, tasks) -> dict[str, dict]:
+        """The shards whose kept accounting still holds, put back by the driver at once (`Phase.restore`): in an append
+        that moves one source's epochs, every other source's."""
+        plan, tokenizer = self.run.record(self.name, MixRecord).plan, canonical_json(tokenizer_identity(self.tokenizer_spec()))
+        return outcomes.restore_all(self.kept_outcomes(), ((t.key, *self.kept_where(t.payload, plan, tokenizer)) for t in tasks))
 
     def account(self, shard: ShardRef) -> dict:
         """Also names the shard's copies by content (`copies`, in its marker): the pack step keys each shard by them,

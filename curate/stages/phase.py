@@ -40,6 +40,8 @@ class Phase(Generic[P]):
     `kernels` are compiled before the first task, timed apart. `concurrent`: its tasks may run at once in one
     process (an inline run's threads): they share nothing mutable, and `setup()` prepares only what they read.
     `prefetch(tasks)`: the files the tasks about to run will read, asked of the disk together first (`fs.prefetch`).
+    `restore(tasks)`: the counts of those of the tasks about to run whose results the driver put back from an earlier
+    run at once (`curate.rundir.outcomes`, by task key): an append's thousand unchanged shards, without a task each.
     """
 
     name: str
@@ -53,6 +55,7 @@ class Phase(Generic[P]):
     kernels: tuple[str, ...] = ()   # numba kernels its tasks call, compiled before them (runner/kernels.py)
     concurrent: bool = False
     prefetch: Callable[[list[Task[P]]], list[str]] | None = None
+    restore: Callable[[list[Task[P]]], dict[str, dict]] | None = None
 
     @property
     def label(self) -> str:

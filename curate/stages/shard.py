@@ -80,7 +80,7 @@ class ShardStage(Stage):
 
     def shard_phase(self, tasks: list[Task]) -> Phase:
         return Phase(ACCOUNTING, tasks, self.run_shard, self.setup, self.resources, accounts=True, kernels=self.FACETS.kernels(self.options),
-                     concurrent=self.CONCURRENT, prefetch=self.prefetch)
+                     concurrent=self.CONCURRENT, prefetch=self.prefetch, restore=self.restore)
 
     # ---- what a stage implements ------------------------------------------------------------------
     def setup(self) -> None:
@@ -98,6 +98,11 @@ class ShardStage(Stage):
     def kept_outcomes(self) -> str | None:
         """Where the accounting phase keeps each shard's results across runs (`curate.rundir.outcomes`); None: not kept."""
         return None
+
+    def restore(self, tasks: list[Task[ShardRef]]) -> dict[str, dict]:
+        """The counts of the shards about to run whose results the driver puts back at once (`Phase.restore`): none
+        by default; each task puts back its own."""
+        return {}
 
     def sink(self, shard: ShardRef) -> ContextManager | None:
         """Where `Output.rows` go (a ParquetSink for a side table), or None."""

@@ -369,11 +369,14 @@ def test_an_append_measures_tokenizes_and_keeps_only_the_new_shard(corpus, monke
 
     import curate.rundir.outcomes as outcomes
 
-    measured, restored = [], []
-    measure, restore = mix.MixStage.measure, outcomes.restore
+    import curate.dedup.graph as graph
+
+    measured, restored, decided = [], [], []
+    measure, restore, decisions = mix.MixStage.measure, outcomes.restore, graph.shard_decisions
+    monkeypatch.setattr(graph, "shard_decisions", lambda root, tag, sources: decided.append(tag) or decisions(root, tag, sources))
     monkeypatch.setattr(mix.MixStage, "measure", lambda self, spec, shard: measured.append(shard) or measure(self, spec, shard))
-    monkeypatch.setattr(outcomes, "restore", lambda folder, name, *a: (lambda got: got is not None and restored.append(
-        (folder.rstrip("/").rsplit("/", 1)[-1], name)) or got)(restore(folder, name, *a)))
+    monkeypatch.setattr(outcomes, "restore", lambda folder, name, *a, **kw: (lambda got: got is not None and restored.append(
+        (folder.rstrip("/").rsplit("/", 1)[-1], name)) or got)(restore(folder, name, *a, **kw)))
     before, clusters = markers(ws / "run"), _clusters_bytes(ws / "run")
     _dolma(ws / "corpus/dolma_cc/data/cc_en_head/zzz-new.json.gz",
            [(f"late-{i}", f"a late page number {i} on pottery and kilns " * 25) for i in range(6)])
@@ -390,6 +393,8 @@ def test_an_append_measures_tokenizes_and_keeps_only_the_new_shard(corpus, monke
     old = {k.removeprefix("dedup/shards/").removesuffix(".json") for k in before if k.startswith("dedup/shards/")}
     assert {k for k, b in _clusters_bytes(ws / "run").items() if clusters.get(k) == b} == old
     assert {name for kind, name in restored if kind == "accounting"} == old, restored
+    # ... by what the graph sent each of them, by digest (`bundles.digest`): no old shard's decisions were read
+    assert len(decided) == 1, decided
     # and the mix step's accounting of every old shard is put back: their documents and their sources' epochs are the same
     assert {name for kind, name in restored if kind == "outcomes"} == old, restored
     assert {kind for kind, _ in restored} == {"accounting", "resolve", "outcomes"}
