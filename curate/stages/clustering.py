@@ -11,7 +11,6 @@ import logging
 from dataclasses import dataclass
 from functools import partial
 
-
 from curate.dedup import bundles, graph, nodes, sound, verify
 from curate.rundir import outcomes
 from curate.dedup.shingles import Shingling

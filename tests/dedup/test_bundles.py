@@ -112,3 +112,26 @@ def test_a_partition_reads_its_batch_of_each_shard_bundle_once_and_keeps_none(tm
     assert sorted(got) == [[11], [21], [31]]
     assert list(bundles.batches(folder, bundles.partition(7))) == []
     assert bundles._opened == {}
+
+
+def test_what_a_shard_was_sent_is_known_by_digest_without_reading_it(tmp_path):
+    """`send(digests=True)` keeps each batch's digest beside its tag: a receiver's digest of all it was sent is the same
+    whoever sent which rows (a component recalled from an earlier run comes from another bundle), and the driver reads
+    every tag's at once (`digests`). A bundle that kept none gives none."""
+    folder, moved = str(tmp_path / "members"), str(tmp_path / "moved")
+    sent = bundles.send(folder, "00000", [(key(1), {"node": np.array([1, 2], U64)}), (key(3), {"node": np.array([5], U64)})],
+                        digests=True)
+    bundles.send(folder, "00001", [(key(3), {"node": np.array([7, 8], U64)})], digests=True)
+    assert set(sent) == {tag_of(key(1)), tag_of(key(3))}
+    bundles.send(moved, "00000", [(key(1), {"node": np.array([2, 1], U64)}), (key(3), {"node": np.array([8, 5], U64)})],
+                 digests=True)
+    bundles.send(moved, "00000-reused", [(key(3), {"node": np.array([7], np.int64)})], digests=True)
+    for tag in (tag_of(key(1)), tag_of(key(3))):
+        assert bundles.digest(folder, tag) == bundles.digest(moved, tag) == bundles.digests(folder)[tag]
+    assert bundles.digest(folder, tag_of(key(1))) == sent[tag_of(key(1))] != bundles.digest(folder, tag_of(key(3)))
+    assert bundles.digest(folder, tag_of(key(2))) == bundles.NOTHING and tag_of(key(2)) not in bundles.digests(folder)
+    bundles.send(moved, "00001", [(key(3), {"node": np.array([9], U64)})], digests=True)
+    assert bundles.digest(moved, tag_of(key(3))) != bundles.digest(folder, tag_of(key(3)))
+    bundles.send(moved, "00002", [(key(1), {"node": np.array([4], U64)})])   # written without digests
+    assert bundles.digest(moved, tag_of(key(1))) is None and bundles.digests(moved) is None
+    assert bundles.digest(moved, tag_of(key(3))) is not None   # (that bundle sent it nothing)

@@ -83,3 +83,21 @@ def test_remove_source_takes_the_folder_and_the_json_of_one_source(tmp_path):
     assert sorted(p.name for p in (tmp_path / "out").rglob("*.json")) == ["b.json"]
     remove_source(str(tmp_path / "out"), "")
     assert not (tmp_path / "out").exists()
+
+
+def test_results_the_driver_puts_back_are_not_run_and_get_markers(runner):
+    """`Phase.restore`: the driver puts back what it can of the tasks about to run (an append's unchanged shards, at
+    once); those are not run, their markers are written as a task's would be, and the counts come in plan order."""
+    calls, offered = [], []
+    back = {"web/1": {"in": 20}, "books/0": {"in": 10}}
+    got = runner.run("st", Phase("count", tasks(), counting(calls),
+                                 restore=lambda todo: offered.extend(t.key for t in todo) or back))
+    assert offered == ["web/0", "web/1", "books/0", "books/1"]
+    assert calls == [("web", 0), ("books", 1)]
+    assert [r["in"] for r in got] == [1, 20, 10, 2] and got.ran == 4
+    marker = runner.rundir.read_json(runner.rundir.marker("st", "count", "books/0"))
+    assert marker == {"in": 10, "seconds": 0.0, "source": "books", "shard": "0"}
+    calls.clear()
+    offered.clear()
+    runner.run("st", Phase("count", tasks(), counting(calls), restore=lambda todo: offered.extend(todo) or {}))
+    assert calls == [] and offered == []   # every task has its marker: nothing offered, nothing run
