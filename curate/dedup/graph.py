@@ -263,13 +263,13 @@ def resolve(g: GraphDir, tag: str, ids: pa.Array, r: dict[str, np.ndarray] | Non
     return {"in": len(r["node"]), "removed": int(r["gone"].sum()), "sent": sent}
 
 
-def resolved_digests(sent: list[tuple[str, dict]]) -> dict[str, str] | None:
-    """Per receiving docs shard, the content of what the `resolve` tasks (`(sender tag, result)`) sent it (`rowset`);
-    None where a result names nothing (an earlier version's)."""
-    if any("sent" not in result for _, result in sent):
+def resolved_digests(results: list[dict]) -> dict[str, str] | None:
+    """Per receiving docs shard, the content of what the `resolve` tasks (their `results`) sent it (`rowset`: the
+    senders' order does not count); None where a result names nothing (an earlier version's)."""
+    if any("sent" not in result for result in results):
         return None
     parts: dict[str, list[np.ndarray]] = {}
-    for _, result in sent:
+    for result in results:
         for receiver, digest in result["sent"].items():
             parts.setdefault(receiver, []).append(np.frombuffer(bytes.fromhex(digest), np.uint64))
     return {receiver: rowset.add(p).tobytes().hex() for receiver, p in parts.items()}

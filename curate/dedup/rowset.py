@@ -65,7 +65,8 @@ def _bits(col) -> np.ndarray:
 
 
 def _strings(col: pa.Array) -> np.ndarray:
-    col = pa.concat_arrays([col.cast(pa.large_string())])   # offsets from 0, 64-bit (a no-op copy where they are)
+    if col.type != pa.large_string() or col.offset:   # offsets from 0, 64-bit (`digests` concatenated them so)
+        col = pa.concat_arrays([col.cast(pa.large_string())])
     offsets = np.frombuffer(col.buffers()[1], np.int64, len(col) + 1)
     data = np.frombuffer(col.buffers()[2], np.uint8, offsets[-1]) if offsets[-1] else np.zeros(0, np.uint8)
     lengths = np.diff(offsets)

@@ -75,7 +75,7 @@ def cluster(c: Clustering, run: RunDir, jobs: list[ShardJob], run_phase: PhaseRu
                                restore=partial(_restore_resolves, run, g, c.outcomes) if c.outcomes is not None else None))
     if c.outcomes is not None:   # the accounting's quick keys (`curate.stages.quick_keys`)
         quick_keys.keep_sent(run, g.root, c.outcomes, {t.payload.tag: f"{t.payload.source}/{t.payload.shard}" for t in shards},
-                             [(t.payload.tag, r) for t, r in zip(resolving, resolved)])
+                             list(resolved))
     if ran:   # the reuse line of the other steps: the graph is settled whole, every partition (a resumed run: the rest)
         log.info("[%s] %d of %d partitions reused, %d recomputed (the whole graph is labelled again)",
                  c.stage, len(parts) - ran, len(parts), ran)
@@ -99,29 +99,26 @@ def _resolve(run: RunDir, g: graph.GraphDir, kept_in: str | None, job: ShardJob)
     and its documents are the same (`curate.rundir.outcomes`; by their digests alone: `_restore_resolves`)."""
     if kept_in is None:
         return column(run, "id", lambda tag, ids: graph.resolve(g, tag, ids), job)
-    quick, name, target = _resolve_where(run, g, job)
-    basis = _resolve_basis(run, job)
+    quick, name, target, basis = _resolve_where(run, g, job)
     sent = graph.reps(g.root, job.tag)
     return outcomes.reuse(fs.join(kept_in, "resolve"), name, outcomes.digest(basis, sent), target,
                           lambda: column(run, "id", lambda tag, ids: graph.resolve(g, tag, ids, sent), job), quick)
 
 
-def _resolve_basis(run: RunDir, job: ShardJob) -> dict:
-    return {"version": ClusterStage.VERSION, "source": job.source, "tag": job.tag, "docs": file_digest(run.docs(job.source, job.shard))}
-
-
 def _resolve_where(run: RunDir, g: graph.GraphDir, job: ShardJob, reps: dict[str, str] | None = None) -> tuple:
-    """(quick key, kept name, targets) of a `resolve` task (`reps`: every tag's digest, read at once by the driver)."""
+    """(quick key, kept name, targets, basis) of a `resolve` task (`reps`: every tag's digest, read at once by the
+    driver; None: this tag's, read here)."""
+    basis = {"version": ClusterStage.VERSION, "source": job.source, "tag": job.tag, "docs": file_digest(run.docs(job.source, job.shard))}
     sent = bundles.digest(g.path("reps"), job.tag) if reps is None else reps.get(job.tag, bundles.NOTHING)
-    return (quick_keys.resolve_key(_resolve_basis(run, job), sent), f"{job.source}/{job.shard}",
-            {"bundle": g.path("resolved", f"from-{job.tag}{WORK}")})
+    return (quick_keys.resolve_key(basis, sent), f"{job.source}/{job.shard}",
+            {"bundle": g.path("resolved", f"from-{job.tag}{WORK}")}, basis)
 
 
 def _restore_resolves(run: RunDir, g: graph.GraphDir, kept_in: str, todo: list[Task]) -> dict[str, dict]:
     """The `resolve` tasks put back by their quick keys at once, in the driver (`Phase.restore`)."""
     if (reps := bundles.digests(g.path("reps"))) is None:
         return {}
-    return outcomes.restore_all(fs.join(kept_in, "resolve"), ((t.key, *_resolve_where(run, g, t.payload, reps)) for t in todo), "quick")
+    return outcomes.restore_all(fs.join(kept_in, "resolve"), ((t.key, *_resolve_where(run, g, t.payload, reps)[:3]) for t in todo), "quick")
 
 
 class ClusterStage(ShardStage):

@@ -23,9 +23,9 @@ SENT = "sent-digests.json"   # in the graph's folder: the numbering's token and,
 NUMBERING = "numbering.json"   # beside the kept results: the token and the shard names it was given for
 
 
-def keep_sent(run: RunDir, root: str, kept: str, names: dict[str, str], resolved: list[tuple[str, dict]]) -> None:
-    """After `resolve` (`resolved`: (sender tag, result) of each task; `names`: tag -> "source/shard" of every docs
-    shard), what the accounting tasks key their quick restores by."""
+def keep_sent(run: RunDir, root: str, kept: str, names: dict[str, str], resolved: list[dict]) -> None:
+    """After `resolve` (`resolved`: each task's result; `names`: tag -> "source/shard" of every docs shard), what the
+    accounting tasks key their quick restores by."""
     digests = graph.resolved_digests(resolved)
     before = run.read_json(fs.join(kept, NUMBERING)) or {}
     same = before.get("names") and all(names.get(tag) == name for tag, name in before["names"].items())
