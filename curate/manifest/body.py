@@ -58,11 +58,13 @@ def manifest_body(pipeline: dict, tok, pack, plan: dict | None, priority: list[s
     return body
 
 
-def write_and_verify(root: str, body: dict, files: list[str]) -> None:
-    """Write `RUN/manifest.json` for `body` and `files`, then re-hash every file; a mismatch is an error."""
+def write_and_verify(root: str, body: dict, files: list[str], known: dict[str, tuple[int, str]] | None = None) -> dict:
+    """Write `RUN/manifest.json` for `body` and `files` (`known`: digests the caller vouches for, not read to write
+    it), then re-hash every file, those too; a mismatch is an error. Returns the manifest."""
     from curate.manifest.build import write_manifest
     from curate.manifest.verify import verify
 
-    write_manifest(root, body, files)
+    manifest = write_manifest(root, body, files, known=known)
     if problems := verify(root):
         raise CurateError("the manifest does not verify:\n" + "\n".join(problems[:20]))
+    return manifest

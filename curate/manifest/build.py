@@ -44,10 +44,11 @@ def normalize(path: str) -> str:
 
 
 def write_manifest(run: str, body: dict, files: list[str], *, storage_options: dict | None = None,
-                   workers: int | None = None) -> dict:
+                   workers: int | None = None, known: dict[str, tuple[int, str]] | None = None) -> dict:
     """Hash `files` (paths relative to `run`), complete `body` with files/created_at/created_by/versions
     (and format_version, unless the body sets it), validate it and write RUN/manifest.json atomically.
-    Returns the manifest as written.
+    Returns the manifest as written. `known`: (bytes, sha256) of some of the files, which the caller vouches for
+    (a run's kept digests of files unchanged since an earlier run): those are not read here.
 
     Raises CurateError if `body` sets a computed key, a file is missing or unreadable, or the result breaks
     the schema (the message names the JSON path of every problem)."""
@@ -70,7 +71,9 @@ def write_manifest(run: str, body: dict, files: list[str], *, storage_options: d
     # fail on a wrong body before hashing what may be terabytes; placeholders stand in for the digests
     manifest["files"] = [{"path": p, "bytes": 0, "sha256": "0" * 64} for p in paths]
     schema.check(manifest, f"the manifest for {run}")
-    hashed = hash_files(run, paths, storage_options, workers, what="manifest")
+    known = {normalize(p): v for p, v in (known or {}).items()}
+    hashed = {**hash_files(run, [p for p in paths if p not in known], storage_options, workers, what="manifest"),
+              **{p: known[p] for p in paths if p in known}}
     unreadable = [f"{p}: {'missing' if isinstance(r, FileNotFoundError) else r}"
                   for p, r in hashed.items() if isinstance(r, Exception)]
     if unreadable:

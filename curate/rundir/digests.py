@@ -134,6 +134,37 @@ def file_digest(path: str) -> str | None:
     return _cached(path, "bytes", _bytes_digest)
 
 
+def known(path: str, st: os.stat_result | None = None) -> str | None:
+    """The sha256 of a local file's bytes when this process has it for the file's `stat` (`st`, else as it is now;
+    hashed here, or kept by an earlier run), without reading the file; None otherwise."""
+    if "://" in path:
+        return None
+    try:
+        st = st or os.stat(path)
+    except OSError:
+        return None
+    return _cache.get(_stat_key("bytes", path, st))
+
+
+def remember(path: str, st: os.stat_result, taken_ns: int, digest: str) -> None:
+    """Keep `digest` of a local file that something else read whole after `st` was taken (at `taken_ns`): held while
+    the file's `stat` is still `st` (checked here, so the file did not change while it was read), and kept for the
+    next run when the file had settled before `st` was taken, as `file_digest`'s are."""
+    if "://" in path:
+        return
+    try:
+        now = os.stat(path)
+    except OSError:
+        return
+    key = _stat_key("bytes", path, st)
+    if _stat_key("bytes", path, now) != key or key in _cache:
+        return
+    _cache[key] = digest
+    if taken_ns - max(st.st_mtime_ns, st.st_ctime_ns) > SETTLED_NS:
+        _settled.add(key)
+        _new.add(key)
+
+
 def removed_digest(path: str) -> str | None:
     """Of a ledger: sha256 of the set of ids it removed (what a later step reads of it), or None when there is none."""
     return _cached(path, "ids", _ids_digest)

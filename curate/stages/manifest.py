@@ -8,12 +8,18 @@ tokens, the packed outputs and the mixture (its needs), what every step's facets
 
 from __future__ import annotations
 
+import logging
+import os
+import time
+
 from curate.io import fs
 from curate.manifest.body import manifest_body, write_and_verify
-from curate.rundir import MixRecord, PackRecord, TokenizerRecord, aggregate
+from curate.rundir import MixRecord, PackRecord, TokenizerRecord, aggregate, digests
 from curate.stages.base import Stage
 from curate.stages.phase import Phase, Task
 from curate.stages.registry import STAGES, stage
+
+log = logging.getLogger("curate")
 
 
 @stage("manifest")
@@ -53,5 +59,31 @@ class ManifestStage(Stage):
                       for r in aggregate([(s, self.run.markers(s)) for s in steps], self.pipeline.priority, {})]
         pipeline = {"name": self.pipeline.name, "hash": self.pipeline.hash(), "resolved": self.pipeline.resolved}
         body = manifest_body(pipeline, tok, pack, plan, self.pipeline.priority, accounting, self.models(), self.name)
-        write_and_verify(self.run.root, body, sorted(set(files)))
-        return {"in": 0, "files": len(set(files))}
+        files = sorted(set(files))
+        stats, known = self.kept_digests(files)
+        manifest = write_and_verify(self.run.root, body, files, known)
+        for entry in manifest["files"]:   # for the next run: what was read now, it need not read again
+            if entry["path"] in stats and entry["path"] not in known:
+                digests.remember(self.run.path(entry["path"]), *stats[entry["path"]], entry["sha256"])
+        if known:
+            log.info("[%s] %s of %s files known by their kept digests, %s hashed", self.name, f"{len(known):,}",
+                     f"{len(files):,}", f"{len(files) - len(known):,}")
+        return {"in": 0, "files": len(files)}
+
+    def kept_digests(self, files: list[str]) -> tuple[dict, dict]:
+        """Of a local run folder's `files`: each one's `stat` now (and when it was taken), and the digests this process
+        has for files unchanged since they were hashed, by an earlier run's manifest or any step's keys
+        (`curate.rundir.digests`). An append's manifest then hashes only the files the append wrote (an fwe dump: fwe's
+        merged tokens and the rewritten shards' kept and ledger files); the verify after it still reads every file.
+        (On Ray this task's process hands back what it hashed to its own digests, which the driver does not keep.)"""
+        if "://" in self.run.root:   # (the kept digests are of plain local paths only)
+            return {}, {}
+        stats, known = {}, {}
+        for rel in files:
+            try:
+                stats[rel] = (os.stat(self.run.path(rel)), time.time_ns())
+            except OSError:
+                continue   # (write_manifest names it: missing)
+            if (digest := digests.known(self.run.path(rel), stats[rel][0])) is not None:
+                known[rel] = (stats[rel][0].st_size, digest)
+        return stats, known

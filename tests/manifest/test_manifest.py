@@ -130,6 +130,27 @@ def test_write_manifest_hashes_validates_and_verifies(run):
     assert not list(run.glob("*.tmp-*"))
 
 
+def test_known_digests_are_not_read_to_write_and_a_wrong_one_fails_the_verify(tmp_path, monkeypatch):
+    """`known`: the digests a caller vouches for (a run's kept digests) are taken as they are, the other files hashed;
+    the verify after writing still reads every file, so a wrong known digest is an error, never a manifest."""
+    import curate.manifest.build as build
+    from curate.manifest.body import write_and_verify
+
+    root = tmp_path / "run"
+    files = make_run(root)
+    hashed = []
+    real = build.hash_files
+    monkeypatch.setattr(build, "hash_files", lambda run, paths, *a, **kw: hashed.extend(paths) or real(run, paths, *a, **kw))
+    right = {p: ((root / p).stat().st_size, hashlib.sha256((root / p).read_bytes()).hexdigest()) for p in files[:2]}
+    manifest = write_and_verify(str(root), body(), files, known=right)
+    assert sorted(hashed) == sorted(files[2:])
+    assert {f["path"]: (f["bytes"], f["sha256"]) for f in manifest["files"]} == {
+        p: ((root / p).stat().st_size, hashlib.sha256((root / p).read_bytes()).hexdigest()) for p in files}
+    wrong = {files[0]: (right[files[0]][0], "0" * 64)}
+    with pytest.raises(CurateError, match=f"changed: {files[0]}"):
+        write_and_verify(str(root), body(), files, known=wrong)
+
+
 def test_flipped_byte_is_reported_as_changed(run):
     flip_byte(run / "tokens" / "fwe.bin")
     found = verify(str(run))

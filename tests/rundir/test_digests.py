@@ -83,6 +83,29 @@ def test_a_file_changed_with_the_same_size_and_modification_time_is_hashed_again
     assert hashed == [str(path)]
 
 
+def test_a_digest_read_elsewhere_is_remembered_while_the_file_is_as_it_was_and_kept_when_settled(tmp_path, monkeypatch):
+    """`remember`: the manifest hashes files no step keys (the merged token files) and hands their digests here, with
+    the `stat` taken before it read them: known while the file is unchanged, kept for the next run when settled."""
+    settled, fresh, changed = tmp_path / "settled.bin", tmp_path / "fresh.bin", tmp_path / "changed.bin"
+    for path, data in ((settled, b"settled"), (changed, b"changed")):
+        _write(path, data, True)
+    taken = {p: (os.stat(p), time.time_ns()) for p in (settled, changed)}
+    _write(fresh, b"fresh", False)
+    taken[fresh] = (os.stat(fresh), time.time_ns())
+    _replaced(changed, taken[changed][0])   # (after its stat was taken: what was read may not be what is there now)
+    for path in (settled, fresh, changed):
+        digests.remember(str(path), *taken[path], hashlib.sha256(path.read_bytes()).hexdigest())
+    assert digests.known(str(settled)) == hashlib.sha256(b"settled").hexdigest()
+    assert digests.known(str(fresh)) == hashlib.sha256(b"fresh").hexdigest()
+    assert digests.known(str(changed)) is None and digests.known(str(tmp_path / "absent")) is None
+    kept = str(tmp_path / "digests.json")
+    digests.save(kept)
+    hashed = _next_run(monkeypatch, kept)
+    assert digests.known(str(settled)) == hashlib.sha256(b"settled").hexdigest()
+    assert digests.known(str(fresh)) is None   # written within SETTLED_NS of its stat: not kept across runs
+    assert hashed == []   # `known` reads no file
+
+
 def test_kept_digests_of_another_version_or_unreadable_are_ignored(tmp_path, monkeypatch):
     path = tmp_path / "f"
     _write(path, b"x", True)

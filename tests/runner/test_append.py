@@ -364,7 +364,11 @@ def test_an_append_measures_tokenizes_and_keeps_only_the_new_shard(corpus, monke
     ws = tmp_path / "ws"
     _base(corpus, ws)
     monkeypatch.chdir(ws)
+    import curate.rundir.digests as digests
+
+    monkeypatch.setattr(digests, "SETTLED_NS", 0)   # (a test's runs are seconds apart: every file counts as settled)
     _run(ws, "run")
+    import curate.manifest.build as build
     import curate.stages.mix as mix
 
     import curate.rundir.outcomes as outcomes
@@ -377,6 +381,8 @@ def test_an_append_measures_tokenizes_and_keeps_only_the_new_shard(corpus, monke
     monkeypatch.setattr(mix.MixStage, "measure", lambda self, spec, shard: measured.append(shard) or measure(self, spec, shard))
     monkeypatch.setattr(outcomes, "restore", lambda folder, name, *a, **kw: (lambda got: got is not None and restored.append(
         (folder.rstrip("/").rsplit("/", 1)[-1], name)) or got)(restore(folder, name, *a, **kw)))
+    hashed, hash_files = [], build.hash_files
+    monkeypatch.setattr(build, "hash_files", lambda run, paths, *a, **kw: hashed.extend(paths) or hash_files(run, paths, *a, **kw))
     before, clusters = markers(ws / "run"), _clusters_bytes(ws / "run")
     _dolma(ws / "corpus/dolma_cc/data/cc_en_head/zzz-new.json.gz",
            [(f"late-{i}", f"a late page number {i} on pottery and kilns " * 25) for i in range(6)])
@@ -398,6 +404,9 @@ def test_an_append_measures_tokenizes_and_keeps_only_the_new_shard(corpus, monke
     # and the mix step's accounting of every old shard is put back: their documents and their sources' epochs are the same
     assert {name for kind, name in restored if kind == "outcomes"} == old, restored
     assert {kind for kind, _ in restored} == {"accounting", "resolve", "outcomes"}
+    # the manifest hashed only files the append wrote: the new shard's kept documents, not the old shards' (their
+    # digests are the kept ones, unchanged since the last run's manifest); its verify read every file
+    assert {p for p in hashed if p.startswith("kept/")} == {f"kept/dolma_cc/{next(iter(new))}.parquet"}, sorted(hashed)
     restored.clear()
     _equals_fresh(ws, "an append measured by shard")
     measured.clear()
