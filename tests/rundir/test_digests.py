@@ -103,7 +103,8 @@ def test_a_digest_read_elsewhere_is_remembered_while_the_file_is_as_it_was_and_k
     hashed = _next_run(monkeypatch, kept)
     assert digests.known(str(settled)) == hashlib.sha256(b"settled").hexdigest()
     assert digests.known(str(fresh)) is None   # written within SETTLED_NS of its stat: not kept across runs
-    assert hashed == []   # `known` reads no file
+    assert digests.file_digest(str(settled)) == hashlib.sha256(b"settled").hexdigest() and hashed == []   # not read again
+    assert digests.file_digest(str(fresh)) == hashlib.sha256(b"fresh").hexdigest() and hashed == [str(fresh)]
 
 
 def test_kept_digests_of_another_version_or_unreadable_are_ignored(tmp_path, monkeypatch):
