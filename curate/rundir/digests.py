@@ -53,11 +53,17 @@ def _cached(path: str, kind: str, compute) -> str | None:
         return None
     value = compute(path)
     if local:
-        _cache[key] = value
-        if started - max(st.st_mtime_ns, st.st_ctime_ns) > SETTLED_NS:
-            _settled.add(key)
-            _new.add(key)
+        _hold(key, st, started, value)
     return value
+
+
+def _hold(key: tuple, st: os.stat_result, started: int, value: str) -> None:
+    """`value` for the file of `stat` `st` while it stays so; kept for the next run (`save`) when the file had not
+    changed for SETTLED_NS when it was read (from `started`)."""
+    _cache[key] = value
+    if started - max(st.st_mtime_ns, st.st_ctime_ns) > SETTLED_NS:
+        _settled.add(key)
+        _new.add(key)
 
 
 def load(path: str) -> None:
@@ -157,12 +163,8 @@ def remember(path: str, st: os.stat_result, taken_ns: int, digest: str) -> None:
     except OSError:
         return
     key = _stat_key("bytes", path, st)
-    if _stat_key("bytes", path, now) != key or key in _cache:
-        return
-    _cache[key] = digest
-    if taken_ns - max(st.st_mtime_ns, st.st_ctime_ns) > SETTLED_NS:
-        _settled.add(key)
-        _new.add(key)
+    if _stat_key("bytes", path, now) == key and key not in _cache:
+        _hold(key, st, taken_ns, digest)
 
 
 def removed_digest(path: str) -> str | None:

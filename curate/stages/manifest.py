@@ -64,14 +64,14 @@ class ManifestStage(Stage):
         manifest = write_and_verify(self.run.root, body, files, known)
         for entry in manifest["files"]:   # for the next run: what was read now, it need not read again
             if entry["path"] in stats and entry["path"] not in known:
-                digests.remember(self.run.path(entry["path"]), *stats[entry["path"]], entry["sha256"])
+                digests.remember(*stats[entry["path"]], entry["sha256"])
         if known:
             log.info("[%s] %s of %s files known by their kept digests, %s hashed", self.name, f"{len(known):,}",
                      f"{len(files):,}", f"{len(files) - len(known):,}")
         return {"in": 0, "files": len(files)}
 
     def kept_digests(self, files: list[str]) -> tuple[dict, dict]:
-        """Of a local run folder's `files`: each one's `stat` now (and when it was taken), and the digests this process
+        """Of a local run folder's `files`: each one's path, `stat` now and when it was taken, and the digests this process
         has for files unchanged since they were hashed, by an earlier run's manifest or any step's keys
         (`curate.rundir.digests`). An append's manifest then hashes only the files the append wrote (an fwe dump: fwe's
         merged tokens and the rewritten shards' kept and ledger files); the verify after it still reads every file.
@@ -80,10 +80,12 @@ class ManifestStage(Stage):
             return {}, {}
         stats, known = {}, {}
         for rel in files:
+            path = self.run.path(rel)
             try:
-                stats[rel] = (os.stat(self.run.path(rel)), time.time_ns())
+                st = os.stat(path)
             except OSError:
                 continue   # (write_manifest names it: missing)
-            if (digest := digests.known(self.run.path(rel), stats[rel][0])) is not None:
-                known[rel] = (stats[rel][0].st_size, digest)
+            stats[rel] = (path, st, time.time_ns())
+            if (digest := digests.known(path, st)) is not None:
+                known[rel] = (st.st_size, digest)
         return stats, known
