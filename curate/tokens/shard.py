@@ -30,12 +30,21 @@ def to_arrow(tokens: Tokens) -> pa.LargeListArray:
 
 
 def from_arrow(lists: pa.LargeListArray) -> Tokens:
-    lists = lists.combine_chunks() if isinstance(lists, pa.ChunkedArray) else lists
-    return Tokens(lists.values.to_numpy().astype(np.uint32, copy=False), lists.offsets.to_numpy().astype(np.int64))
+    """The token lists as (ids, offsets) over the Arrow buffers: a single chunk is not copied (a pack task reads one
+    per shard), and the ids are viewed as unsigned (token ids are never negative), not converted."""
+    if isinstance(lists, pa.ChunkedArray):
+        lists = lists.chunk(0) if lists.num_chunks == 1 else lists.combine_chunks()
+    values = lists.values.to_numpy()
+    ids = values.view(np.uint32) if values.dtype == np.int32 else values.astype(np.uint32, copy=False)
+    offsets = lists.offsets.to_numpy().astype(np.int64, copy=False)
+    return Tokens(ids[offsets[0]:offsets[-1]], offsets - offsets[0] if offsets[0] else offsets)   # a slice: from 0
 
 
 def expand_copies(tokens: Tokens, copies: np.ndarray) -> Tokens:
-    """Repeat whole documents: document i appears copies[i] times (0 drops it)."""
+    """Repeat whole documents: document i appears copies[i] times (0 drops it). One copy of each (a source taken at
+    most once: the tokenize step wrote only documents with a copy) is the documents as they are."""
+    if len(copies) == len(tokens) and bool((copies == 1).all()):
+        return tokens
     order = np.repeat(np.arange(len(copies)), copies)
     lengths = tokens.lengths[order]
     offsets = np.zeros(len(order) + 1, np.int64)

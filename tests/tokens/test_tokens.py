@@ -293,6 +293,27 @@ def test_pack_documents_stats():
 
 
 # ---------------------------------------------------------------- Megatron
+def test_token_lists_from_arrow_slices_and_chunks():
+    """A pack task reads a shard's token lists as (ids, offsets) over the Arrow buffers: slices and several chunks give
+    the same documents as the lists themselves, and one copy of every document is the documents unchanged."""
+    import pyarrow as pa
+
+    from curate.tokens.shard import expand_copies, from_arrow
+
+    lists = pa.array([[1, 2, 3], [4], [], [5, 6]], pa.large_list(pa.int32()))
+    cases = {"whole": lists, "slice": lists.slice(1, 3), "tail": lists.slice(3),
+             "one chunk of a slice": pa.chunked_array([lists.slice(1)]),
+             "two chunks": pa.chunked_array([lists.slice(0, 2), lists.slice(2)])}
+    for name, arrow in cases.items():
+        tokens = from_arrow(arrow)
+        assert tokens.offsets[0] == 0 and tokens.ids.dtype == np.uint32, name
+        assert [tokens[i].tolist() for i in range(len(tokens))] == arrow.to_pylist(), name
+    tokens = from_arrow(lists)
+    assert expand_copies(tokens, np.ones(4, np.int64)) is tokens
+    twice = expand_copies(tokens, np.array([0, 2, 1, 1]))
+    assert [twice[i].tolist() for i in range(len(twice))] == [[4], [4], [], [5, 6]]
+
+
 def test_megatron_dtype_rule():
     assert megatron_dtype(50257) is np.uint16 and megatron_dtype(65499) is np.uint16
     assert megatron_dtype(65500) is np.int32 and megatron_dtype(128256) is np.int32
