@@ -24,8 +24,8 @@ import numpy as np
 import pyarrow as pa
 
 from curate.dedup import bundles, components, mailbox, nodes, rowset
-from curate.dedup.candidates import bucket_edges
-from curate.dedup.band_cache import read_bands
+from curate.dedup.band_cache import candidates
+from curate.dedup.candidates import stars
 from curate.dedup.layout import WORK, read_columns, read_tables, tag_of, write_columns, write_frame
 from curate.dedup.policy import removed_mask
 from curate.dedup.shuffle import mix64, partition_of
@@ -73,15 +73,16 @@ class GraphDir:
 
 def buckets(g: GraphDir, bands: str, verify: bool, numbers: dict | None, keep: str | None, p: int) -> dict:
     """`numbers`: (source, shard) -> (priority, index) where the band files are a minhash step's; `keep`: where their
-    rows are kept across runs, a file a partition (`curate.dedup.band_cache`)."""
-    cols = read_bands(bands, p, numbers, keep)
-    u, v = bucket_edges(cols["band"], cols["key"], cols["node"])
+    rows are kept across runs, sorted by key (`curate.dedup.band_cache`); only the rows whose key another row has go
+    into buckets."""
+    cols, rows = candidates(bands, p, numbers, keep)
+    u, v = stars(cols["band"], cols["key"], cols["node"])
     hi_u, hi_v = lookup(cols["node"], cols["hi"], u), lookup(cols["node"], cols["hi"], v)
     if verify:  # candidates go to the docs shard of u first
         bundles.send(g.path("candidates"), f"{p:05d}", by_shard(u, u=u, v=v, hi_u=hi_u, hi_v=hi_v))
     else:
         write_edges(g, f"{p:05d}", u, v, hi_u, hi_v)
-    return {"in": len(cols["node"]), "edges": len(u)}
+    return {"in": rows, "edges": len(u)}
 
 
 def write_edges(g: GraphDir, origin: str, u, v, hi_u, hi_v) -> None:

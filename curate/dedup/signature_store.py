@@ -6,7 +6,7 @@ signatures it already has (the fraction of equal slots estimates the Jaccard), w
 
 Both hold rows of the docs shard (`row`) and, in the band rows, the rank within a source (`tie`), never node
 numbers: a shard's files follow from its own documents alone, so an append reuses those of every unchanged shard
-(the dedup step numbers the nodes, `curate.dedup.band_cache.read_bands`).
+(the dedup step numbers the nodes, `curate.dedup.band_cache.candidates`).
 """
 
 from __future__ import annotations

@@ -4,7 +4,7 @@ Output: `RUN/_work/<stage>/bands/n=<partitions>/p=<partition>/<source>/<shard>.a
 tie) for a dedup step, where `row` says which document of the docs shard and `tie` ranks it within its source
 (`tie_break`), and `signatures/<source>/<shard>.arrow` (Arrow IPC work files, `curate.dedup.layout.WORK`). Nothing
 in them depends on another shard or on the priority (the dedup step numbers the nodes,
-`curate.dedup.band_cache.read_bands`), so an append computes only new or changed shards
+`curate.dedup.band_cache.candidates`), so an append computes only new or changed shards
 (`[minhash] 11 of 12 shards reused, 1 new`); when the partition count changes (one per 250,000 documents by
 default) the kept shards' band rows are split again (`bands/n=<partitions>/`), never recomputed. It publishes
 where the band keys are, how many partitions and how documents were shingled. Before running it prints the
