@@ -7,9 +7,10 @@ One append is one sample of a noisy quantity (on a small VM, a step that reads w
 what the page cache kept of it). `--repeat N` appends N times in all, each starting alike: the page cache dropped
 (when this process may: as days later, everything read back from disk), a no-op run, then the append; the first to
 the run itself, each other to a copy of the run as it was before the append, put at its path (the no-op records the
-copy's files). The run a copy replaces is moved aside and deleted at the end: deleting gigabytes just before an
-append (a disk mounted with `discard` trims every freed block) slowed it by 2-3 s, which no user's append pays. It prints each append's cost and their median; the last append's run is the one compared. A step's
-time is its wall time less the seconds it compiled its kernels (a machine's first run compiles them, ~18 s).
+copy's files). The run a copy replaces is moved aside and deleted at the end, not just before the next append: no
+user's append follows the deletion of gigabytes (on a disk mounted with `discard`, every freed block is trimmed). It
+prints each append's cost and their median; the last append's run is the one compared. A step's time is its wall
+time less the seconds it compiled its kernels (a machine's first run compiles them, ~18 s).
 
     python bench/bench_append.py --docs 8000
     python bench/bench_append.py --docs 1000000 --repeat 3 --keep /tmp/append

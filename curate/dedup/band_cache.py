@@ -96,28 +96,37 @@ def runs(bands: str, p: int, keep: str | None) -> list[tuple[list[tuple[str, str
 
 def _refresh(files: dict[tuple[str, str], str], bands: str, p: int, keep: str):
     """((shards, rows) kept, (shards, rows) of shards added since), both sorted by key and true to the band files,
-    written again where they were not: the new rows alone while every kept shard holds, all in one file otherwise."""
+    written again where they were not: the new rows alone (and those of kept shards whose band file changed, went or
+    had not settled when it was read: their kept rows are left out) until they are a quarter of the kept ones, then
+    all in one file."""
     stats = {s: _identity(path) for s, path in files.items()}
     first, old = _load(kept_path(keep, p), bands)
     later, new = _load(new_path(keep, p), bands)
-    intact = all(_trusted(e, stats.get(s)) for s, e in first.items())
-    base = list(first) if intact else []
-    added = sorted(s for s in files if s not in base)
-    if intact and list(later) == added and all(_trusted(e, stats[s]) for s, e in later.items()):
-        return (base, old), (added, new)
-    if intact and first and not added:   # the shards added before went again
-        fs.remove(new_path(keep, p))
-        return (base, old), ([], _empty())
-    fresh, seen = _gather(added, stats, files, [(later, new)] if intact else [(first, old), (later, new)])
-    if intact and len(fresh["key"]) <= FOLD * len(old["key"]):
-        _write(new_path(keep, p), bands, fresh, seen)
-        return (base, old), (added, fresh)
-    if intact:   # fold the new rows into the kept ones
-        fresh["shard"] = fresh["shard"] + np.uint32(len(base))
-        fresh, seen = _sorted(_concat([old, fresh])), [*first.values(), *seen]
-    _write(kept_path(keep, p), bands, fresh, seen)
+    shards = list(first)
+    stale = {s for s, e in first.items() if not _trusted(e, stats.get(s))}
+    if stale:
+        held = ~np.isin(old["shard"], np.array([i for i, s in enumerate(shards) if s in stale], np.uint32))
+        old = {n: c[held] for n, c in old.items()}
+    added = sorted(s for s in files if s not in first or s in stale)
+    if list(later) == added and all(_trusted(e, stats[s]) for s, e in later.items()):
+        return (shards, old), (added, new)
+    fresh, seen = _gather(added, stats, files, [(later, new)])
+    gone = sum(first[s]["rows"] for s in stale)
+    if len(old["key"]) and gone + len(fresh["key"]) <= FOLD * (len(old["key"]) + gone):
+        if added:
+            _write(new_path(keep, p), bands, fresh, seen)
+        else:   # the shards added before went again
+            fs.remove(new_path(keep, p))
+        return (shards, old), (added, fresh)
+    held = [s for s in shards if s not in stale]
+    number = np.zeros(len(shards), np.int64)
+    number[[i for i, s in enumerate(shards) if s not in stale]] = np.arange(len(held))
+    old["shard"] = number[old["shard"]].astype(np.uint32)
+    fresh["shard"] = fresh["shard"] + np.uint32(len(held))
+    folded = _sorted(_concat([old, fresh]))
+    _write(kept_path(keep, p), bands, folded, [*(first[s] for s in held), *seen])
     fs.remove(new_path(keep, p))
-    return ([*base, *added], fresh), ([], _empty())
+    return ([*held, *added], folded), ([], _empty())
 
 
 def _gather(wanted: list[tuple[str, str]], stats: dict, files: dict, kept: list[tuple[dict, dict]]):

@@ -97,31 +97,35 @@ def test_kept_rows_give_the_band_files_candidates_and_only_changed_files_are_rea
 def test_an_append_writes_only_the_new_shards_rows_until_they_are_folded_in(tmp_path, monkeypatch, reads):
     monkeypatch.setattr(band_cache, "SETTLED_NS", -1)
     bands, keep = tmp_path / "bands", str(tmp_path / "kept")
-    shards = [("a", f"s{i:02d}") for i in range(8)]
-    for i, (source, shard) in enumerate(shards):
-        _write(bands, source, shard, i)
-    numbers = {s: (0, i) for i, s in enumerate(shards)}
-    candidates(str(bands), 0, numbers, keep)
-    kept = os.stat(band_cache.kept_path(keep, 0))
-    for i in range(8, 10):   # two appends of a shard each: 50, then 100 new rows beside the kept 400 (FOLD: a quarter)
-        shards.append(("a", f"s{i:02d}"))
-        _write(bands, "a", f"s{i:02d}", i)
+    numbers = {}
+
+    def add(i, rows=50):
+        _write(bands, "a", f"s{i:02d}", i, rows)
         numbers[("a", f"s{i:02d}")] = (0, i)
+
+    def check(read):
         reads.clear()
         got = candidates(str(bands), 0, numbers, keep)
-        assert reads == [("a", f"s{i:02d}{WORK}")]   # the shards of earlier appends come from the new rows' file
+        assert sorted(reads) == [("a", f"{s}{WORK}") for s in read]
         _same(got, candidates(str(bands), 0, numbers, None))
-        assert os.stat(band_cache.kept_path(keep, 0)).st_ino == kept.st_ino and os.path.exists(band_cache.new_path(keep, 0))
         assert _same_edges(_edges(got), _edges_of_all_rows(bands, numbers))
-    shards.append(("a", "s10"))
-    _write(bands, "a", "s10", 10)   # 150 beside 400: folded into one file
-    numbers[("a", "s10")] = (0, 10)
-    got = candidates(str(bands), 0, numbers, keep)
-    assert os.stat(band_cache.kept_path(keep, 0)).st_ino != kept.st_ino and not os.path.exists(band_cache.new_path(keep, 0))
-    _same(got, candidates(str(bands), 0, numbers, None))
-    reads.clear()
-    _same(candidates(str(bands), 0, numbers, keep), got)
-    assert reads == []
+
+    for i in range(16):   # 800 kept rows: the new rows go beside them up to 200 (FOLD: a quarter)
+        add(i)
+    check([f"s{i:02d}" for i in range(16)])
+    kept = os.stat(band_cache.kept_path(keep, 0)).st_ino
+    for i in (16, 17):   # two appends of a shard: only its band file read (the one before from the new rows' file)
+        add(i)
+        check([f"s{i:02d}"])
+        assert os.stat(band_cache.kept_path(keep, 0)).st_ino == kept and os.path.exists(band_cache.new_path(keep, 0))
+    _write(bands, "a", "s00", 99)   # a kept shard replaced: its kept rows left out, its new ones beside the rest
+    check(["s00"])
+    assert os.stat(band_cache.kept_path(keep, 0)).st_ino == kept
+    check([])
+    add(18, 200)   # past a quarter: folded into one file
+    check(["s18"])
+    assert os.stat(band_cache.kept_path(keep, 0)).st_ino != kept and not os.path.exists(band_cache.new_path(keep, 0))
+    check([])
 
 
 def test_a_file_read_just_after_it_was_written_is_read_again(tmp_path, reads):
