@@ -36,6 +36,7 @@ COLUMNS = {"band": np.uint16, "key": np.uint64, "row": np.uint64, "tie": np.uint
 KEPT = {**COLUMNS, "shard": np.uint32}   # shard: an index into the file's SHARDS
 SHARDS = b"shards"   # schema metadata: [source, shard, stat identity, settled, rows] of each shard the file holds
 BANDS = b"bands"     # schema metadata: the minhash folder the rows came from
+CONFIRMED = b"confirmed"   # schema metadata of the new rows' file: kept shards found since to be as their band file is
 LAYOUT = b"layout"   # schema metadata: "by key" (files of an earlier version, in shard order, are not read)
 BY_KEY = b"by key"
 FOLD = 0.25          # the new shards' rows join the first file once they are this share of it
@@ -100,21 +101,26 @@ def _refresh(files: dict[tuple[str, str], str], bands: str, p: int, keep: str):
     had not settled when it was read: their kept rows are left out) until they are a quarter of the kept ones, then
     all in one file."""
     stats = {s: _identity(path) for s, path in files.items()}
-    first, old = _load(kept_path(keep, p), bands)
-    later, new = _load(new_path(keep, p), bands)
+    first, old, _ = _load(kept_path(keep, p), bands)
+    later, new, confirmed = _load(new_path(keep, p), bands)
+    for e in confirmed:   # kept shards read before their band file settled, found since to be as it is
+        if first.get(key := (e["source"], e["shard"]), {}).get("stat") == e["stat"]:
+            first[key] = e
+    now = _confirm(first, old, stats, files)
+    confirmed = [e for e in first.values() if e["settled"] and e in confirmed or e in now]
     shards = list(first)
     stale = {s for s, e in first.items() if not _trusted(e, stats.get(s))}
     if stale:
         held = ~np.isin(old["shard"], np.array([i for i, s in enumerate(shards) if s in stale], np.uint32))
         old = {n: c[held] for n, c in old.items()}
     added = sorted(s for s in files if s not in first or s in stale)
-    if list(later) == added and all(_trusted(e, stats[s]) for s, e in later.items()):
+    if not now and list(later) == added and all(_trusted(e, stats[s]) for s, e in later.items()):
         return (shards, old), (added, new)
     fresh, seen = _gather(added, stats, files, [(later, new)])
     gone = sum(first[s]["rows"] for s in stale)
     if len(old["key"]) and gone + len(fresh["key"]) <= FOLD * (len(old["key"]) + gone):
-        if added:
-            _write(new_path(keep, p), bands, fresh, seen)
+        if added or confirmed:
+            _write(new_path(keep, p), bands, fresh, seen, confirmed)
         else:   # the shards added before went again
             fs.remove(new_path(keep, p))
         return (shards, old), (added, fresh)
@@ -127,6 +133,28 @@ def _refresh(files: dict[tuple[str, str], str], bands: str, p: int, keep: str):
     _write(kept_path(keep, p), bands, folded, [*(first[s] for s in held), *seen])
     fs.remove(new_path(keep, p))
     return ([*held, *added], folded), ([], _empty())
+
+
+def _confirm(first: dict, old: dict[str, np.ndarray], stats: dict, files: dict) -> list[dict]:
+    """Kept shards whose band file had not settled when it was read, and has now with the same `stat`, whose file holds
+    the kept rows: their entries, settled (a from-scratch run reads the band files its minhash step wrote a moment
+    before, and without this an append would take them all as changed)."""
+    suspects = [(i, s) for i, (s, e) in enumerate(first.items()) if not e["settled"] and (st := stats.get(s)) is not None
+                and st[4] and e["stat"] == list(st[:4])]
+    if not suspects:
+        return []
+    fs.prefetch([files[s] for _, s in suspects])
+    order = np.argsort(old["shard"], kind="stable")
+    bounds = np.searchsorted(old["shard"][order], np.arange(len(first) + 1))
+    out = []
+    for i, s in suspects:
+        mine = {n: old[n][order[bounds[i]:bounds[i + 1]]] for n in COLUMNS}
+        theirs = _read_file(files[s], i)
+        a, b = np.lexsort((mine["row"], mine["key"])), np.lexsort((theirs["row"], theirs["key"]))
+        if len(a) == len(b) and all(np.array_equal(mine[n][a], theirs[n][b]) for n in COLUMNS):
+            first[s] = {**first[s], "settled": True}
+            out.append(first[s])
+    return out
 
 
 def _gather(wanted: list[tuple[str, str]], stats: dict, files: dict, kept: list[tuple[dict, dict]]):
@@ -195,23 +223,24 @@ def _identity(path: str) -> tuple | None:
     return st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino, time.time_ns() - max(st.st_mtime_ns, st.st_ctime_ns) > SETTLED_NS
 
 
-def _load(path: str, bands: str) -> tuple[dict[tuple[str, str], dict], dict[str, np.ndarray]]:
-    """The kept shards ({(source, shard): entry}, in the file's order) and rows; none when there is no file for these
-    bands in this layout."""
+def _load(path: str, bands: str) -> tuple[dict[tuple[str, str], dict], dict[str, np.ndarray], list[dict]]:
+    """The kept shards ({(source, shard): entry}, in the file's order), rows and confirmed entries; none when there is
+    no file for these bands in this layout."""
     try:
         table = read_ipc(path)
     except (FileNotFoundError, OSError, pa.ArrowInvalid):
-        return {}, _empty()
+        return {}, _empty(), []
     meta = table.schema.metadata or {}
     if meta.get(BANDS, b"").decode() != bands or SHARDS not in meta or meta.get(LAYOUT) != BY_KEY:
-        return {}, _empty()
+        return {}, _empty(), []
     entries = {(e["source"], e["shard"]): e for e in json.loads(meta[SHARDS])}
-    return entries, {n: table.column(n).to_numpy() for n in KEPT}
+    return entries, {n: table.column(n).to_numpy() for n in KEPT}, json.loads(meta.get(CONFIRMED, b"[]"))
 
 
-def _write(path: str, bands: str, cols: dict[str, np.ndarray], seen: list[dict]) -> None:
+def _write(path: str, bands: str, cols: dict[str, np.ndarray], seen: list[dict], confirmed: list[dict] = ()) -> None:
     schema = pa.schema([(n, pa.from_numpy_dtype(d)) for n, d in KEPT.items()],
-                       metadata={BANDS: bands.encode(), SHARDS: json.dumps(seen).encode(), LAYOUT: BY_KEY})
+                       metadata={BANDS: bands.encode(), SHARDS: json.dumps(seen).encode(), LAYOUT: BY_KEY,
+                                 CONFIRMED: json.dumps(list(confirmed)).encode()})
     write_ipc(path, pa.table({n: cols[n] for n in KEPT}, schema=schema), PLAIN)
 
 

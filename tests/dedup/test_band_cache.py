@@ -128,16 +128,26 @@ def test_an_append_writes_only_the_new_shards_rows_until_they_are_folded_in(tmp_
     check([])
 
 
-def test_a_file_read_just_after_it_was_written_is_read_again(tmp_path, reads):
+def test_a_file_read_just_after_it_was_written_is_read_again_until_it_is_confirmed(tmp_path, monkeypatch, reads):
     """A band file that had not settled when it was read (it could be written again within the clock's tick and keep
-    its stat) is never trusted from the kept file."""
+    its stat) is never trusted from the kept rows: it is read again, and once it has settled with the same `stat`
+    and holds the kept rows, that is kept (beside the kept rows, which are not written again)."""
     bands, keep = tmp_path / "bands", str(tmp_path / "kept")
-    _write(bands, "a", "s0", 0)
-    numbers = {("a", "s0"): (0, 0)}
-    candidates(str(bands), 0, numbers, keep)
+    for i in range(8):
+        _write(bands, "a", f"s{i}", i)
+    numbers = {("a", f"s{i}"): (0, i) for i in range(8)}
+    first = candidates(str(bands), 0, numbers, keep)
     reads.clear()
-    candidates(str(bands), 0, numbers, keep)
-    assert reads == [("a", f"s0{WORK}")]
+    _same(candidates(str(bands), 0, numbers, keep), first)
+    assert len(reads) == 8   # not settled yet: read again
+    kept = os.stat(band_cache.kept_path(keep, 0)).st_ino
+    monkeypatch.setattr(band_cache, "SETTLED_NS", -1)   # as when the next run comes seconds later
+    _write(bands, "a", "s7", 70)   # this one was replaced meanwhile: not confirmed, its new rows beside the rest
+    for expected in (8, 0):   # 7 read to confirm them and 1 as new; then none
+        reads.clear()
+        got = candidates(str(bands), 0, numbers, keep)
+        assert len(reads) == expected and os.stat(band_cache.kept_path(keep, 0)).st_ino == kept
+        _same(got, candidates(str(bands), 0, numbers, None))
 
 
 def test_a_kept_file_of_other_band_files_or_an_earlier_layout_is_not_used(tmp_path, monkeypatch, reads):
