@@ -9,10 +9,12 @@ sorted by key, with each shard's band file `stat` when it was read; a shard's ro
 file's `stat` is the same and the file had settled before it was read (`fs.SETTLED_NS`, the kept digests' rule: curate
 replaces a file by renaming a new one over it, never in place). The rows of shards added since (an append's new dump)
 are kept beside them, sorted too (`p=<partition>-new.arrow`): an append writes only those, and folds them into the
-first file once they are a quarter of it, or when a shard of that file changed or went. Only the rows whose key
-another row has can join a bucket (`candidates`); in sorted runs those are found by comparing neighbours and by one
-search of the new keys among the kept ones, with no sort of the partition's rows (at 2.2M rows a partition: a sort of
-0.25 s, a 55 MB file written again, and a second sort to look up the nodes' ranks). The rows are the band files' own,
+first file once they are a quarter of it (a kept shard whose band file changed or went leaves its kept rows out
+until then, and its new rows go with the new ones; one read before its band file settled is confirmed by content once
+it has, and that is kept beside the new rows). Only the rows whose key another row has can join a bucket
+(`candidates`); in sorted runs those are found by comparing neighbours and by one search of the new keys among the
+kept ones, with no sort of the partition's rows (at 2.2M rows a partition: a sort of 0.25 s, a 55 MB file written
+again, and a second sort to look up the nodes' ranks). The rows are the band files' own,
 so the graph is the same with or without the kept ones; on an object store (no `stat` to trust) the band files are
 read every run."""
 
