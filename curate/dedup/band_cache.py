@@ -105,11 +105,12 @@ def _refresh(files: dict[tuple[str, str], str], bands: str, p: int, keep: str):
     stats = {s: _identity(path) for s, path in files.items()}
     first, old, _ = _load(kept_path(keep, p), bands)
     later, new, confirmed = _load(new_path(keep, p), bands)
+    unsettled = [s for s, e in first.items() if not e["settled"]]
     for e in confirmed:   # kept shards read before their band file settled, found since to be as it is
         if first.get(key := (e["source"], e["shard"]), {}).get("stat") == e["stat"]:
             first[key] = e
     now = _confirm(first, old, stats, files)
-    confirmed = [e for e in first.values() if e["settled"] and e in confirmed or e in now]
+    confirmed = [first[s] for s in unsettled if first[s]["settled"]]
     shards = list(first)
     stale = {s for s, e in first.items() if not _trusted(e, stats.get(s))}
     if stale:
