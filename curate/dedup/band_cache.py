@@ -60,9 +60,8 @@ def candidates(bands: str, p: int, numbers: dict[tuple[str, str], tuple[int, int
     for shards, cols, pick in runs(bands, p, keep):
         has = np.array([numbers.get(s) is not None for s in shards] + [False])
         live_rows += int(has[cols["shard"]].sum())
-        shard = cols["shard"][pick]
-        live = has[shard]
-        picked.append(_numbered({n: cols[n][pick][live] for n in COLUMNS}, shard[live], [numbers.get(s) for s in shards]))
+        pick = pick[has[cols["shard"][pick]]]
+        picked.append(_numbered({n: cols[n][pick] for n in COLUMNS}, cols["shard"][pick], [numbers.get(s) for s in shards]))
     return {n: np.concatenate([c[n] for c in picked]) if picked else np.empty(0, d) for n, d in NUMBERED.items()}, live_rows
 
 
@@ -84,11 +83,12 @@ def runs(bands: str, p: int, keep: str | None) -> list[tuple[list[tuple[str, str
     local = keep is not None and fs.is_local(fs.filesystem(bands)[0]) and fs.is_local(fs.filesystem(keep)[0])
     if not local:
         shards = sorted(files)
+        fs.prefetch([files[s] for s in shards])
         cols = _concat([_read_file(files[s], i) for i, s in enumerate(shards)])
         return [(shards, cols, shared(cols["key"]))]
     (first, old), (later, new) = _refresh(files, bands, p, keep)
     a, b = old["key"], new["key"]
-    in_old, in_new = shared_sorted(a) if len(a) else np.zeros(0, bool), shared_sorted(b) if len(b) else np.zeros(0, bool)
+    in_old, in_new = shared_sorted(a), shared_sorted(b)
     if len(a) and len(b):   # a new key that a kept row has: both rows
         at = np.minimum(np.searchsorted(a, b), len(a) - 1)
         hit = a[at] == b

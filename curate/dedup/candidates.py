@@ -27,6 +27,8 @@ def shared(key: np.ndarray) -> np.ndarray:
 
 def shared_sorted(key: np.ndarray) -> np.ndarray:
     """`shared` of keys already sorted: a boolean mask, no sort."""
+    if len(key) == 0:
+        return np.zeros(0, bool)
     same = key[1:] == key[:-1]
     return np.r_[same, False] | np.r_[False, same]
 
