@@ -221,8 +221,34 @@ class AtomicWriter:
                 os.remove(self.tmp)
             return False
         if self.local:
-            os.replace(self.tmp, self.stripped)
+            install(self.tmp, self.stripped)
         return False
+
+
+ASIDE_BYTES = 1 << 18
+"""A new file of this many bytes or more replaces an existing one by moving the old one aside first (`install`)."""
+
+
+def install(tmp: str, path: str) -> None:
+    """Put the finished file `tmp` at `path`. Renamed over an existing file, ext4 (its default `auto_da_alloc`)
+    allocates and starts writing the new file's blocks at once, inside the rename: replacing a file cost ~2x writing a
+    new one on the VM measured (200 files of 2.5 MB: 0.40 s against 0.20 s), and an append replaces every output of a
+    grown source (~1.4 GB at 1M documents). So a file of `ASIDE_BYTES` or more is installed the other way: the old one
+    renamed to a temporary name (`<name>.tmp-<hex>`), the new one renamed in, the old one removed; its blocks are
+    written back later with the rest. A kill between the two renames leaves no file at `path`, only temporaries
+    (`remove_temporaries` clears them on resume), and the task that was writing it runs again, as after any kill. Small
+    files (markers, records, the run lock's heartbeat) are replaced in one rename: never absent."""
+    if os.stat(tmp).st_size < ASIDE_BYTES:
+        os.replace(tmp, path)
+        return
+    aside = f"{path}.tmp-{uuid.uuid4().hex}"
+    try:
+        os.rename(path, aside)
+    except FileNotFoundError:
+        aside = None
+    os.replace(tmp, path)
+    if aside is not None:
+        os.remove(aside)
 
 
 def write_bytes(path: str, data: bytes) -> None:

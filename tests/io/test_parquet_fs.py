@@ -51,6 +51,39 @@ def test_the_atomic_writer_makes_folders_and_publishes_only_a_whole_file(tmp_pat
     assert sorted(os.listdir(tmp_path / "new")) == ["deeper"], "neither the file nor its temporary is left"
 
 
+def test_a_large_file_replaces_another_by_moving_it_aside_and_a_small_one_in_one_rename(tmp_path, monkeypatch):
+    """A file of ASIDE_BYTES or more is installed without renaming over the old one (the old one is moved to a
+    temporary name, then removed); a small one is renamed over it. Either way the path ends with the new bytes, a new
+    file (the old one's other links keep the old bytes), and no temporary is left."""
+    renames = []
+    real_rename = os.rename
+    monkeypatch.setattr(os, "rename", lambda a, b: (renames.append(os.path.basename(b)), real_rename(a, b))[1])
+    big, small = tmp_path / "big.bin", tmp_path / "small.json"
+    big.write_bytes(b"old" * fs.ASIDE_BYTES)
+    small.write_bytes(b"{}")
+    os.link(big, tmp_path / "kept-link.bin")
+    fs.write_bytes(str(big), b"new" * fs.ASIDE_BYTES)
+    fs.write_bytes(str(small), b'{"new": 1}')
+    assert big.read_bytes() == b"new" * fs.ASIDE_BYTES and small.read_bytes() == b'{"new": 1}'
+    assert (tmp_path / "kept-link.bin").read_bytes() == b"old" * fs.ASIDE_BYTES
+    assert len(renames) == 1 and renames[0].startswith("big.bin.tmp-"), "only the large file's old one moved aside"
+    assert sorted(os.listdir(tmp_path)) == ["big.bin", "kept-link.bin", "small.json"]
+    fs.write_bytes(str(tmp_path / "fresh.bin"), b"x" * fs.ASIDE_BYTES)   # nothing to move aside
+    assert (tmp_path / "fresh.bin").stat().st_size == fs.ASIDE_BYTES and fs.remove_temporaries(str(tmp_path)) == 0
+
+
+def test_a_kill_between_moving_aside_and_renaming_in_leaves_only_temporaries(tmp_path, monkeypatch):
+    """Killed after the old file moved aside and before the new one is renamed in: no file at the path, and the
+    resume's `remove_temporaries` clears both (the task that was writing runs again)."""
+    path = tmp_path / "big.bin"
+    path.write_bytes(b"old" * fs.ASIDE_BYTES)
+    monkeypatch.setattr(os, "replace", lambda a, b: (_ for _ in ()).throw(KeyboardInterrupt()))
+    with pytest.raises(KeyboardInterrupt):
+        fs.write_bytes(str(path), b"new" * fs.ASIDE_BYTES)
+    assert not path.exists() and len(os.listdir(tmp_path)) == 2
+    assert fs.remove_temporaries(str(tmp_path)) == 2 and os.listdir(tmp_path) == []
+
+
 def test_remove_takes_files_folders_and_links_by_their_literal_names(tmp_path):
     """`fs.remove` on a local path: a file, a folder with what is in it, a link (not what it points to), a name with
     glob characters (only that file), and nothing at all; `exists` and `read_bytes` agree."""
