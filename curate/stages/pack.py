@@ -26,7 +26,7 @@ from curate.rundir import MixRecord, PackRecord, TokenizerRecord
 from curate.rundir.layout import ACCOUNTING
 from curate.stages.base import Stage
 from curate.stages.phase import Phase, Task
-from curate.stages.facets import Facets
+from curate.stages.facets import Facets, Kernel
 from curate.stages.registry import stage
 from curate.stages.shard import ShardRef, shard_tasks
 from curate.tokens.docmap import SHARD_MAPS, DocKeys, merge_maps
@@ -39,6 +39,7 @@ from curate.io.parquet import read_table
 
 class PackFacets(Facets):
     REPORT = ("curate.report.mixture:SECTION",)   # the plan against the tokens written, and how well they pack
+    KERNELS = (Kernel("the best-fit packing kernel", "curate.tokens.binpack:warm", ("curate.tokens.binpack:_bfd",)),)
 
 
 @stage("pack")
@@ -99,7 +100,8 @@ class PackStage(Stage):
     def execute(self, tasks: list[Task[ShardRef]], run_phase) -> None:
         tok = self.run.record(self.upstream["tokens"], TokenizerRecord)
         plan = self.run.record(self.upstream["mix"], MixRecord).plan if "mix" in self.upstream else None
-        packed = run_phase(Phase(ACCOUNTING, tasks, partial(self.pack, tok, plan), accounts=True, concurrent=True))
+        packed = run_phase(Phase(ACCOUNTING, tasks, partial(self.pack, tok, plan), accounts=True, concurrent=True,
+                                 kernels=self.FACETS.kernels(self.options)))
         sources = [s for s in self.pipeline.priority if any(t.source == s for t in tasks)]
         for source in sources:   # the files of a format an earlier run asked for and this one does not
             for name in sorted(set(format_names()) - set(self.formats)):

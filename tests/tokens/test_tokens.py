@@ -255,6 +255,19 @@ def test_best_fit_is_exact_bfd():
         assert sorted(loads.tolist()) == naive(sizes.tolist(), cap)
 
 
+def test_best_fit_bins_numbered_as_before():
+    """The compiled kernel places items and numbers bins as the batched Python loop it replaced did (pinned from
+    it): packed files keep their bytes."""
+    order, bin_of, n_bins = best_fit_decreasing(np.array([5, 3, 3, 2, 2, 2, 1, 4, 6, 1]), 6)
+    assert order.tolist() == [8, 0, 7, 1, 2, 3, 4, 5, 6, 9] and bin_of.tolist() == [0, 1, 2, 3, 3, 2, 4, 4, 1, 4] and n_bins == 5
+    order, bin_of, n_bins = best_fit_decreasing(np.array([7, 7, 3, 3, 3, 2, 2, 1, 1, 1, 5]), 10)
+    assert order.tolist() == [0, 1, 10, 2, 3, 4, 5, 6, 7, 8, 9] and bin_of.tolist() == [0, 1, 2, 0, 1, 2, 2, 3, 3, 3, 3]
+    assert n_bins == 4
+    assert best_fit_decreasing(np.array([], np.int64), 8)[2] == 0
+    with pytest.raises(ValueError):
+        best_fit_decreasing(np.array([9]), 8)
+
+
 def test_best_fit_scales():
     rng = np.random.default_rng(0)
     lengths = np.clip(rng.lognormal(6.5, 1.3, 300_000).astype(np.int64), 1, None)
