@@ -4,13 +4,15 @@ union, which the appended run must equal byte for byte (compare_runs.py). Prints
 every step (`[signals] 40 of 44 shards reused, 4 new`) and the comparison.
 
 One append is one sample of a noisy quantity (on a small VM, a step that reads what an earlier run wrote takes
-what the page cache kept of it). `--repeat N` appends N times in all, each starting alike: the page cache dropped
-(when this process may: as days later, everything read back from disk), a no-op run, then the append; the first to
-the run itself, each other to a copy of the run as it was before the append, put at its path (the no-op records the
-copy's files). The run a copy replaces is moved aside and deleted at the end, not just before the next append: no
-user's append follows the deletion of gigabytes (on a disk mounted with `discard`, every freed block is trimmed). It
-prints each append's cost and their median; the last append's run is the one compared. A step's time is its wall
-time less the seconds it compiled its kernels (a machine's first run compiles them, ~18 s).
+what the page cache kept of it). `--repeat N` measures N rounds, each alike: a run from scratch (without the dump),
+a no-op re-run, the page cache dropped (when this process may: as days later, everything read back from disk), a
+no-op run, then the append on that same run, as a user appends to their own run. A round's share is its append's
+time over its own from-scratch run's; the result is the median share. (Rounds once appended to copies of one run:
+a copy's files are new inodes, so everything trusted by its `stat`, the kept digests and dedup's kept band rows,
+was read again, and each copy's append cost 1-3 s more than the append on the run itself.) Each round's run is
+moved aside and deleted at the end: no run here follows the deletion of gigabytes (on a disk mounted with `discard`,
+every freed block is trimmed). The last round's run is the one compared. A step's time is its wall time less the
+seconds it compiled its kernels (a machine's first run compiles them, ~18 s).
 
     python bench/bench_append.py --docs 8000
     python bench/bench_append.py --docs 1000000 --repeat 3 --keep /tmp/append
@@ -71,20 +73,6 @@ def drop_page_cache() -> bool:
         return False
 
 
-def append_again(sample: Path, before: Path, out: Path, label: str) -> tuple[float, dict[str, float], bool]:
-    """The append once more, to a copy of the run as it was before it (`before`) put at the run's own path. The last
-    one's run is the one compared with the fresh run."""
-    out.rename(out.parent / f"{out.name}-{label}-replaced")   # deleted at the end: an append does not follow an 8 GB rm
-    subprocess.run(["cp", "-a", str(before), str(out)], check=True)
-    cold = drop_page_cache()
-    dump, aside = sample / DUMP, sample.parent / "dump-aside"
-    dump.rename(aside)   # the no-op sees the inputs as they were: the copy's files are new inodes, and it records them
-    run(sample, out, f"{label}-noop")
-    aside.rename(dump)
-    wall, _, steps = run(sample, out, label)
-    return wall, steps, cold
-
-
 def append_dump(sample: Path, fraction: float) -> int:
     """A new fwe dump of `fraction` of the corpus's documents (every source's, from the sample's expected.json), in
     files the size of the sample's fwe files: half planted duplicates of fwe documents taken across all its files (new
@@ -131,23 +119,30 @@ def main() -> int:
         sample, out = Path(tmp) / "sample", Path(tmp) / "run"
         if not (sample / "fwe").exists():
             make_sample(sample, docs=args.docs, seed=0)
-        scratch, _, scratch_steps = run(sample, out, "scratch")
-        noop, _, _ = run(sample, out, "noop")
-        before, cold = Path(tmp) / "before-append", False
-        if args.repeat > 1:   # every append then starts alike: page cache dropped, a no-op run, the append
-            subprocess.run(["rm", "-rf", str(before)], check=True)
-            subprocess.run(["cp", "-a", str(out), str(before)], check=True)
-            cold = drop_page_cache()
-            run(sample, out, "append-noop")
-        added = append_dump(sample, args.fraction)
-        appended, lines, append_steps = run(sample, out, "append")
-        appends = [(appended, append_steps, cold)]
-        for k in range(2, args.repeat + 1):
-            appends.append(append_again(sample, before, out, f"append{k}"))
-        subprocess.run(["rm", "-rf", str(before), *map(str, out.parent.glob(f"{out.name}-append*-replaced"))], check=True)
+        rounds, added, lines, noop = [], 0, [], 0.0
+        for k in range(1, args.repeat + 1):
+            suffix = "" if k == 1 else str(k)
+            if k > 1:   # the last round's run is deleted at the end: no run here follows the deletion of gigabytes
+                out.rename(out.parent / f"{out.name}-round{k - 1}")
+                (sample / DUMP).rename(sample.parent / "dump-aside")
+            scratch, _, scratch_steps = run(sample, out, f"scratch{suffix}")
+            quiet, _, _ = run(sample, out, f"noop{suffix}")
+            noop = noop or quiet
+            cold = drop_page_cache() if args.repeat > 1 else False   # every append then starts alike: as days later
+            if args.repeat > 1:
+                run(sample, out, f"append{suffix}-noop")
+            if k == 1:
+                added = append_dump(sample, args.fraction)
+            else:
+                (sample.parent / "dump-aside").rename(sample / DUMP)
+            appended, got, append_steps = run(sample, out, f"append{suffix}")
+            lines = lines or got
+            rounds.append((scratch, scratch_steps, appended, append_steps, cold))
+        subprocess.run(["rm", "-rf", *map(str, out.parent.glob(f"{out.name}-round*"))], check=True)
         again, _, _ = run(sample, out, "noop-after")   # a no-op re-run of an appended run: nothing measured or hashed again
         fresh, _, fresh_steps = run(sample, Path(tmp) / "fresh", "fresh")
         differ = compare(str(Path(tmp) / "fresh"), str(out))
+        scratch, scratch_steps, appended, append_steps, _ = rounds[0]
         print(f"corpus: {args.docs:,} documents (sample); appended {added:,} (half planted duplicates, half new texts)")
         print("| run | wall s | share of from scratch |\n|---|---|---|")
         for name, t in (("from scratch", scratch), ("no-op re-run", noop), ("append", appended),
@@ -159,13 +154,15 @@ def main() -> int:
         names = list(scratch_steps)[:list(scratch_steps).index("pack") + 1] if "pack" in scratch_steps else list(scratch_steps)
         mine, base = through(append_steps, names), through(scratch_steps, names)
         print(f"| through {names[-1]} | {base:.1f} | {mine:.1f} ({mine / base:.1%}) | {through(fresh_steps, names):.1f} |")
-        if len(appends) > 1:
-            print(f"\n| append | wall s | through {names[-1]} s | share of from scratch through {names[-1]} |\n|---|---|---|---|")
-            for k, (wall, steps, cold) in enumerate(appends, 1):
-                how = ("the run" if k == 1 else "a copy") + (", page cache dropped" if cold else "")
-                print(f"| {k} ({how}) | {wall:.1f} | {through(steps, names):.1f} | {through(steps, names) / base:.1%} |")
-            middle = statistics.median(through(steps, names) for _, steps, _ in appends)
-            print(f"| **median** | | **{middle:.1f}** | **{middle / base:.1%}** |")
+        if len(rounds) > 1:
+            print(f"\n| round | from scratch, through {names[-1]} s | append wall s | append through {names[-1]} s | share |"
+                  "\n|---|---|---|---|---|")
+            shares = []
+            for k, (_, s_steps, wall, a_steps, cold) in enumerate(rounds, 1):
+                shares.append(through(a_steps, names) / through(s_steps, names))
+                print(f"| {k}{' (page cache dropped)' if cold else ''} | {through(s_steps, names):.1f} | {wall:.1f} | "
+                      f"{through(a_steps, names):.1f} | {shares[-1]:.1%} |")
+            print(f"| **median** | | | | **{statistics.median(shares):.1%}** |")
         print("\nreuse lines of the append run:")
         print("\n".join(f"    {line.strip()}" for line in lines))
         print(f"\nappended run vs fresh run: {'identical' if not differ else f'{len(differ)} files differ: {differ[:5]}'}")
