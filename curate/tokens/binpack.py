@@ -54,9 +54,9 @@ def _push(level, bins, start, stop, top, below, count, bits):
 def _bfd(sorted_sizes, capacity, bin_of):
     """`bin_of[j]`: the bin of the j-th item of `sorted_sizes` (largest first); returns the number of bins."""
     n = len(sorted_sizes)
-    top = np.full(capacity + 1, -1, np.int64)
-    below = np.empty(max(n, 1), np.int64)
-    count = np.zeros(capacity + 1, np.int64)
+    top = np.full(capacity + 1, -1, np.int32)   # a level's top bin, and the number of bins there: 8 bytes a level
+    below = np.empty(max(n, 1), np.int32)       # (2049 levels: 16 KB; the largest seq_len allowed, 2^24: 128 MB)
+    count = np.zeros(capacity + 1, np.int32)
     bits = np.zeros((capacity >> 6) + 1, np.uint64)
     taken = np.empty(max(n, 1), np.int64)
     n_bins = 0
