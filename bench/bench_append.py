@@ -112,7 +112,7 @@ def main() -> int:
     parser.add_argument("--docs", type=int, default=4000)
     parser.add_argument("--fraction", type=float, default=0.10)
     parser.add_argument("--keep", type=Path, help="work in this folder and keep it (sample, run, fresh); a sample already there is reused")
-    parser.add_argument("--repeat", type=int, default=1, help="appends measured in all (their median is the result)")
+    parser.add_argument("--repeat", type=int, default=1, help="rounds, each a run from scratch and the append on it (the median share is the result)")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as scratch_dir:
         tmp = args.keep or Path(scratch_dir)
@@ -122,14 +122,15 @@ def main() -> int:
         rounds, added, lines, noop = [], 0, [], 0.0
         for k in range(1, args.repeat + 1):
             suffix = "" if k == 1 else str(k)
-            if k > 1:   # the last round's run is deleted at the end: no run here follows the deletion of gigabytes
+            if k > 1:   # the last round's run goes aside, deleted at the end: no run here follows the deletion of gigabytes
                 out.rename(out.parent / f"{out.name}-round{k - 1}")
                 (sample / DUMP).rename(sample.parent / "dump-aside")
             scratch, _, scratch_steps = run(sample, out, f"scratch{suffix}")
             quiet, _, _ = run(sample, out, f"noop{suffix}")
             noop = noop or quiet
-            cold = drop_page_cache() if args.repeat > 1 else False   # every append then starts alike: as days later
-            if args.repeat > 1:
+            cold = False
+            if args.repeat > 1:   # every append then starts alike: as days later, everything read back from disk
+                cold = drop_page_cache()
                 run(sample, out, f"append{suffix}-noop")
             if k == 1:
                 added = append_dump(sample, args.fraction)
