@@ -23,7 +23,7 @@ from curate.io import fs
 from curate.io.fs import SETTLED_NS   # a file unchanged this long before it was hashed keeps its digest across runs
 from curate.io.parquet import read_table
 
-VERSION = 1
+VERSION = 2   # 2: the files under the run folder named relative to it (`in_run`): a moved run folder keeps them
 
 _cache: dict[tuple, str] = {}
 _settled: set[tuple] = set()   # keys of `_cache` that `save` may keep
@@ -84,28 +84,41 @@ def load(path: str) -> None:
     _loaded.add(seen)
     if not isinstance(kept, dict) or kept.get("version") != VERSION:
         return
-    for *key, value in kept["digests"]:
+    root = _root_of(path)
+    rows = [*kept["digests"], *([kind, fs.join(root, name), *rest] for kind, name, *rest in kept.get("in_run", []))]
+    for *key, value in rows:
         _cache[tuple(key)] = value
         _settled.add(tuple(key))
     _sets.update(kept.get("sets", {}))
 
 
+def _root_of(path: str) -> str:
+    """The run folder of a kept digests file (`RunDir.digests_file`: `RUN/_state/<file>`): the paths under it are kept
+    relative to it, so that a run folder moved (`mv`: the same inodes and times) keeps its digests."""
+    return path.rsplit("/", 2)[0]
+
+
 def save(path: str) -> None:
     """Keep the settled digests of the files that are still as they were hashed, for the next run (`load`); nothing is
-    written when this process hashed no settled file (a no-op run leaves the file as it was), nor on an object store."""
+    written when this process hashed no settled file (a no-op run leaves the file as it was), nor on an object store.
+    Files under the run folder are named relative to it (`in_run`), the rest (inputs elsewhere) by their own path."""
     if not (_new or _sets_new) or "://" in path:
         return
-    rows = []
+    rows, in_run, under = [], [], _root_of(path) + "/"
     for key in list(_settled):
         try:
             st = os.stat(key[1])
         except OSError:
             continue
         if _stat_key(key[0], key[1], st) == key and key in _cache:
-            rows.append([*key, _cache[key]])
+            kind, name, *rest = key
+            if name.startswith(under):
+                in_run.append([kind, name[len(under):], *rest, _cache[key]])
+            else:
+                rows.append([*key, _cache[key]])
     held = {value for key, value in _cache.items() if key[0] == "bytes"}   # the sets of ledgers this run saw, not older
     sets = {content: ids for content, ids in sorted(_sets.items()) if content in held}
-    fs.write_bytes(path, json.dumps({"version": VERSION, "digests": sorted(rows), "sets": sets}).encode())
+    fs.write_bytes(path, json.dumps({"version": VERSION, "digests": sorted(rows), "in_run": sorted(in_run), "sets": sets}).encode())
     _new.clear()
     _sets_new.clear()
 

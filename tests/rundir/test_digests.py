@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import time
 
@@ -185,3 +186,23 @@ def test_a_ledger_put_back_by_a_link_is_not_read_as_a_table_again(tmp_path, monk
     assert digests.removed_digest(str(ledger)) == first and tables == []
     pq.write_table(pa.table({"id": ["c"]}), ledger)   # other ids: read as a table, another set
     assert digests.removed_digest(str(ledger)) != first and len(tables) == 1
+
+
+def test_a_moved_run_folder_keeps_the_digests_of_its_files(tmp_path, monkeypatch):
+    """Files under the run folder are kept relative to it: after `mv` (the same inodes and times) the next run trusts
+    them at their new paths; an input outside the run folder stays keyed by its own path."""
+    run, moved, outside = tmp_path / "run", tmp_path / "moved", tmp_path / "inputs" / "page.parquet"
+    (run / "docs").mkdir(parents=True)
+    (run / "_state").mkdir()
+    outside.parent.mkdir()
+    _write(run / "docs" / "a.parquet", b"a docs shard", True)
+    _write(outside, b"an input file", True)
+    for path in (run / "docs" / "a.parquet", outside):
+        digests.file_digest(str(path))
+    digests.save(str(run / "_state" / "digests.json"))
+    kept = json.loads((run / "_state" / "digests.json").read_bytes())
+    assert [row[1] for row in kept["in_run"]] == ["docs/a.parquet"] and [row[1] for row in kept["digests"]] == [str(outside)]
+    os.rename(run, moved)
+    hashed = _next_run(monkeypatch, str(moved / "_state" / "digests.json"))
+    assert digests.file_digest(str(moved / "docs" / "a.parquet")) == hashlib.sha256(b"a docs shard").hexdigest()
+    assert digests.file_digest(str(outside)) == hashlib.sha256(b"an input file").hexdigest() and hashed == []
