@@ -7,7 +7,7 @@ an append reads them), each cost ~4 ms on the disks measured: 6.1 of a 1M append
 The kept rows (`<keep>/p=<partition>.arrow`, Arrow IPC, uncompressed: random bits) are (band, key, row, tie, shard),
 sorted by key, with each shard's band file `stat` when it was read; a shard's rows are taken from them while its band
 file's `stat` is the same and the file had settled before it was read (`fs.SETTLED_NS`, the kept digests' rule: curate
-replaces a file by renaming a new one over it, never in place). The rows of shards added since (an append's new dump)
+replaces a file by renaming a new one into place, never edits one). The rows of shards added since (an append's new dump)
 are kept beside them, sorted too (`p=<partition>-new.arrow`): an append writes only those, and folds them into the
 first file once they are a quarter of it (a kept shard whose band file changed or went leaves its kept rows out
 until then, and its new rows go with the new ones; one read before its band file settled is confirmed by content once

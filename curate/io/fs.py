@@ -287,7 +287,7 @@ def read_bytes(path: str) -> bytes:
 
 SETTLED_NS = 2_000_000_000
 """A file unchanged this long before it was read may later be trusted by its `stat` (size, times, inode): curate
-replaces a file by renaming a new one over it, never in place, but one written again within the clock's tick could keep
+replaces a file by renaming a new one into place, never edits one, but one written again within the clock's tick could keep
 its times ("racy git"). The kept digests (`curate.rundir.digests`) and dedup's kept band rows (`curate.dedup.band_cache`)
 both follow it."""
 

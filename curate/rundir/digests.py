@@ -6,7 +6,7 @@ mix step's kept measurements (`curate.stages.measured`) are made of them.
 Every run keys every shard of every step by the content of what it reads, so without the kept digests each run hashed
 the whole run folder again: at 1M documents ~6 s of a 1M append's single-threaded planning, most of a no-op run. As git
 trusts its index, a kept digest is trusted while the file's `stat` is the same; curate writes a file by renaming a new
-one over it (a new inode, new times), never in place. A digest is kept only when the file had not changed for
+one into place (a new inode, new times), never edits one. A digest is kept only when the file had not changed for
 `SETTLED_NS` when it was hashed: a file written again within the clock's tick would otherwise keep its times ("racy
 git")."""
 
