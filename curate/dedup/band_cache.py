@@ -226,7 +226,7 @@ def _identity(path: str) -> tuple | None:
         st = os.stat(fs.filesystem(path)[1])
     except OSError:
         return None
-    return st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino, time.time_ns() - max(st.st_mtime_ns, st.st_ctime_ns) > SETTLED_NS
+    return st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino, fs.settled(st, time.time_ns(), SETTLED_NS)
 
 
 def _load(path: str, bands: str) -> tuple[dict[tuple[str, str], dict], dict[str, np.ndarray], list[dict]]:

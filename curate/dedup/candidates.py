@@ -18,11 +18,8 @@ def bucket_edges(band: np.ndarray, key: np.ndarray, node: np.ndarray) -> tuple[n
 def shared(key: np.ndarray) -> np.ndarray:
     """The rows whose key another row also has. Most rows share their key with no other: one sort of the keys alone
     finds the few that do, and only those are grouped by (band, key) (at 2M rows a partition, 0.54 -> 0.24 s)."""
-    if len(key) == 0:
-        return np.empty(0, np.int64)
     by_key = np.argsort(key)
-    same = key[by_key[1:]] == key[by_key[:-1]]
-    return by_key[np.r_[same, False] | np.r_[False, same]]
+    return by_key[shared_sorted(key[by_key])]
 
 
 def shared_sorted(key: np.ndarray) -> np.ndarray:

@@ -291,6 +291,12 @@ replaces a file by renaming a new one into place, never edits one, but one writt
 its times ("racy git"). The kept digests (`curate.rundir.digests`) and dedup's kept band rows (`curate.dedup.band_cache`)
 both follow it."""
 
+
+def settled(st: os.stat_result, at_ns: int, after_ns: int = SETTLED_NS) -> bool:
+    """Whether the file of `st` had not changed for `after_ns` at `at_ns` (when it was read): `SETTLED_NS`'s rule."""
+    return at_ns - max(st.st_mtime_ns, st.st_ctime_ns) > after_ns
+
+
 PREFETCH_BYTES = 1 << 30   # what one `prefetch` asks for at most: the page cache of a small node keeps it until it is read
 
 

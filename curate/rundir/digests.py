@@ -61,7 +61,7 @@ def _hold(key: tuple, st: os.stat_result, started: int, value: str) -> None:
     """`value` for the file of `stat` `st` while it stays so; kept for the next run (`save`) when the file had not
     changed for SETTLED_NS when it was read (from `started`)."""
     _cache[key] = value
-    if started - max(st.st_mtime_ns, st.st_ctime_ns) > SETTLED_NS:
+    if fs.settled(st, started, SETTLED_NS):
         _settled.add(key)
         _new.add(key)
 
