@@ -13,8 +13,8 @@ Phases (after the components converge):
   gather    per docs shard: attach each member's signature and length, send it to its component's partition
   settle    per partition of components: representatives and estimates, round by round (`settle_members`);
             pairs near the threshold wait in buckets (`queue_checks`), their documents' shards are told what to hash
-  exact-a   per docs shard: the queued documents' shingle hashes, one file per bucket that needs them
-  exact-b   per bucket of pairs: the exact Jaccard of each pair, for its component's partition
+  exact-a   per docs shard: the queued documents' texts, in one bundle, a batch for each bucket of pairs that needs them
+  exact-b   per bucket of pairs: the exact Jaccard of each pair (its texts hashed there), for its component's partition
   finalize  per partition of components: the decisions (`finish`), written with their evidence
 """
 
@@ -32,7 +32,7 @@ from curate.dedup import bundles, exact_cache, nodes, settled
 from curate.dedup.exact_cache import pair_lookup
 from curate.dedup.exact_kernel import jaccard_pairs, shingle_sets
 from curate.dedup.graph import GraphDir, by_shard, write_decisions
-from curate.dedup.layout import PLAIN, WORK, read_columns, read_tables, write_columns, write_frame
+from curate.dedup.layout import PLAIN, WORK, read_columns, tag_of, write_columns
 from curate.dedup.settle import CHECK, REMOVED, Settled, finish, settle_members
 from curate.dedup.shingles import Shingling
 from curate.dedup.shuffle import partition_of
@@ -45,6 +45,9 @@ SPILL_BYTES = 256 << 20                     # a partition's signatures over this
 FILL_ROWS = 8192                            # signature rows read and placed at once (scattered: a page each)
 LARGEST = 5                                  # largest component sizes each partition reports
 BUCKET_HASHES = 1 << 24                      # shingles one exact-b task holds, about (8 bytes each: 128 MiB)
+SPREAD = 8                                   # the pairs of all partitions are cut into about this many buckets at least
+                                             # (a small graph is one partition: its exact check still uses 8 cores) ...
+SPREAD_HASHES = 1 << 20                      # ... of at least this many shingles each (a task's fixed cost)
 
 
 @dataclass(frozen=True)
@@ -232,12 +235,16 @@ def shingling_of(s: Sound) -> Shingling:
 
 def queue_checks(g: GraphDir, p: int, member: np.ndarray, rep: np.ndarray, size: np.ndarray,
                  bucket_hashes: int = BUCKET_HASHES) -> None:
-    """Queue partition `p`'s pairs (member, rep) for the exact Jaccard: the pairs in buckets of about `bucket_hashes`
-    shingles (`size`: a pair's characters, about its shingles), one exact-b task each (`sound/checks/<p>-<bucket>`);
-    and each docs shard the documents it must hash, with their buckets (`sound/exact/s=<shard>/from-<p>`)."""
+    """Queue partition `p`'s pairs (member, rep) for the exact Jaccard: the pairs in buckets of at most about
+    `bucket_hashes` shingles (`size`: a pair's characters, about its shingles), and in `SPREAD / partitions` of them
+    where each still holds `SPREAD_HASHES`, one exact-b task each (`sound/checks/<p>-<bucket>`); and each docs shard the
+    documents it must send, with their buckets (`sound/exact/s=<shard>/from-<p>`). The pairs come in component order,
+    so a cut splits few components: a document is hashed once in each bucket that holds one of its pairs."""
     if not len(member):
         return
-    bucket = (np.cumsum(size) - 1) // bucket_hashes
+    total = np.cumsum(size)
+    per = min(bucket_hashes, max(SPREAD_HASHES, -(-int(total[-1]) // -(-SPREAD // g.partitions))))
+    bucket = (total - 1) // per
     for k in np.unique(bucket):
         at = bucket == k
         write_columns(g.path("sound", "checks", f"{p:05d}-{int(k):05d}{WORK}"), node=member[at], rep=rep[at])
@@ -250,29 +257,35 @@ def queue_checks(g: GraphDir, p: int, member: np.ndarray, rep: np.ndarray, size:
 
 
 def exact_a(g: GraphDir, s: Sound, tag: str, texts: pa.Array) -> dict:
-    """Per docs shard: the texts of the documents queued for it, one file per bucket of pairs that needs them
-    (`sound/texts/<p>-<bucket>/from-<shard>`). A text is a seventh of its shingle hashes' bytes (3,000 characters:
-    24 kB of hashes), so the texts travel and each is hashed once, where its pairs are checked."""
+    """Per docs shard: the texts of the documents queued for it, in one bundle (`sound/texts/from-<shard>`) with a batch
+    for each bucket of pairs that needs them (a file per bucket cost ~1.5 ms: as much as reading the shard's text
+    column, once the pairs were spread over more buckets). A text is a seventh of its shingle hashes' bytes (3,000
+    characters: 24 kB of hashes), so the texts travel and each is hashed where its pairs are checked."""
     c = bundles.receive(g.path("sound", "exact"), tag, ["node", "part", "bucket"],
                      {"node": U64, "part": U64, "bucket": U64})
     order = np.lexsort((c["bucket"], c["part"]))
     part, bucket = c["part"][order], c["bucket"][order]
     bounds = np.flatnonzero(np.r_[True, (part[1:] != part[:-1]) | (bucket[1:] != bucket[:-1]), True])
-    for a, b in zip(bounds[:-1], bounds[1:]):
-        rows = order[a:b]
-        table = pa.table({"node": pa.array(c["node"][rows]),
-                          "text": texts.take(pa.array(nodes.row_of(c["node"][rows]))).cast(pa.large_string())})
-        write_frame(g.path("sound", "texts", f"{int(part[a]):05d}-{int(bucket[a]):05d}", f"from-{tag}{WORK}"), table)
+    sent = ((bucket_name(part[a], bucket[a]), c["node"][order[a:b]]) for a, b in zip(bounds[:-1], bounds[1:]))
+    bundles.send(g.path("sound", "texts"), tag, ((name, {"node": node, "text": texts.take(pa.array(nodes.row_of(node)))})
+                                                  for name, node in sent), name=str)
     return {"in": len(c["node"])}
+
+
+def bucket_name(p: int, bucket: int) -> str:
+    """An exact-b task's name: its partition and its bucket (`queue_checks`)."""
+    return f"{int(p):05d}-{int(bucket):05d}"
 
 
 def exact_b(g: GraphDir, s: Sound, bucket: str) -> dict:
     """Per bucket of pairs (`<partition>-<bucket>`): the exact Jaccard of each (member, kept member), for `finalize`;
-    each document's shingles hashed once (`exact_kernel`), however many of the bucket's pairs it is in."""
+    each document's shingles hashed once (`exact_kernel`), however many of the bucket's pairs it is in. Its texts come
+    from the bundles of its documents' shards only (`bundles.receive_from`)."""
     pairs = read_columns(g.path("sound", "checks", f"{bucket}{WORK}"), ["node", "rep"], {"node": U64, "rep": U64})
-    t = read_tables(g.path("sound", "texts", bucket, f"*{WORK}"))
-    held = t.column("node").to_numpy()
-    values, offsets = shingle_sets(t.column("text").combine_chunks(), shingling_of(s))
+    senders = [tag_of(key) for key in np.unique(nodes.shard_key(np.concatenate([pairs["node"], pairs["rep"]])))]
+    t = bundles.receive_from(g.path("sound", "texts"), senders, bucket, ["node", "text"], {"node": U64, "text": pa.large_string()})
+    held = t["node"]
+    values, offsets = shingle_sets(t["text"], shingling_of(s))
     by_node = np.argsort(held, kind="stable")
     sim = jaccard_pairs(values, offsets, _held(held, by_node, pairs["node"], bucket), values, offsets,
                         _held(held, by_node, pairs["rep"], bucket))

@@ -132,7 +132,7 @@ class ClusterStage(ShardStage):
     FACETS = ClusterFacets
     REASON = ""
     GLOBAL = True                   # a cluster spans sources; who is kept follows the priority
-    VERSION = 8                     # 2: the graph's work files are Arrow IPC (`layout.WORK`); 3: what a partition sends
+    VERSION = 9                     # 2: the graph's work files are Arrow IPC (`layout.WORK`); 3: what a partition sends
                                     # to docs shards is one bundle per task (`curate.dedup.bundles`): a run killed before
                                     # labels its graph again rather than resume over files it cannot see; 4: `resolve`
                                     # sends one bundle per docs shard, and members name their representative; edges,
@@ -142,6 +142,7 @@ class ClusterStage(ShardStage):
                                     # 6: a source's docs shards numbered in input order (`layout.shard_numbers`)
                                     # 7: `resolve` sends ids only (a representative's source is its node's priority)
                                     # 8: decisions and `resolve`'s ids keep digests of what each shard is sent (quick keys)
+                                    # 9: sound mode's texts for the exact check in one bundle per docs shard
     PIPELINE_READS = ("priority",)
 
     def owned_paths(self) -> list[str]:

@@ -1,6 +1,6 @@
-"""Sound dedup's exact check in buckets of pairs (`sound.queue_checks`, `exact_a`, `exact_b`): each docs shard writes
-one file per bucket that needs its documents, not one per shard its pairs lead to, and however the pairs are cut
-into buckets the Jaccards are the exact ones."""
+"""Sound dedup's exact check in buckets of pairs (`sound.queue_checks`, `exact_a`, `exact_b`): each docs shard sends
+its texts in one bundle, a batch for each bucket that needs its documents, and however the pairs are cut into
+buckets the Jaccards are the exact ones."""
 
 import glob
 
@@ -43,7 +43,7 @@ def check(tmp, texts, member, rep, size, bucket_hashes):
     return g, buckets, checked, done
 
 
-def test_bucketed_exact_checks_give_the_exact_jaccards_and_a_file_per_shard_and_bucket(tmp_path):
+def test_bucketed_exact_checks_give_the_exact_jaccards_and_a_batch_per_shard_and_bucket(tmp_path):
     texts = corpus()
     member, rep = pairs(np.random.default_rng(5))
     size = np.full(len(member), 50)
@@ -55,11 +55,12 @@ def test_bucketed_exact_checks_give_the_exact_jaccards_and_a_file_per_shard_and_
         assert len(buckets) == want_buckets and checked == len(member)
         got = {(int(a), int(b)): j for a, b, j in zip(done["node"], done["rep"], done["jaccard"])}
         assert got == {(int(a), int(b)): jaccard(sets[int(a)], sets[int(b)]) for a, b in zip(member, rep)}
-        for b in buckets:   # one text file per (shard, bucket), and a bucket holds only its own pairs' documents
-            sent = read_columns(g.path("sound", "texts", b, f"*{WORK}"), ["node"], {"node": np.uint64})["node"]
+        senders = glob.glob(g.path("sound", "texts", f"*{WORK}"))   # one bundle a shard that had documents queued
+        assert len(senders) == len(np.unique(nodes.shard_key(np.r_[member, rep])))
+        for b in buckets:   # a bucket is sent only its own pairs' documents, each once, by each shard that holds some
+            sent = bundles.receive(g.path("sound", "texts"), b, ["node"], {"node": np.uint64})["node"]
             mine = read_columns(g.path("sound", "checks", f"{b}{WORK}"), ["node", "rep"], {"node": np.uint64, "rep": np.uint64})
             assert sorted(sent.tolist()) == sorted(set(mine["node"].tolist()) | set(mine["rep"].tolist()))
-            assert len(glob.glob(g.path("sound", "texts", b, f"*{WORK}"))) == len(np.unique(nodes.shard_key(sent)))
 
 
 def test_a_bucket_holds_about_its_budget_of_shingles(tmp_path):
@@ -75,3 +76,18 @@ def test_a_bucket_holds_about_its_budget_of_shingles(tmp_path):
         assert total <= 1000 + size[seen:seen + len(cut)].max()
         seen += len(cut)
     assert seen == len(member)
+
+
+def test_a_small_graph_s_pairs_are_spread_over_buckets_of_at_least_the_spread_size(tmp_path, monkeypatch):
+    """A small graph is one partition: its pairs are still cut into `SPREAD` buckets (exact-b tasks for every core),
+    none under `SPREAD_HASHES` shingles and none over the budget; with more partitions, fewer buckets each."""
+    monkeypatch.setattr(sound, "SPREAD_HASHES", 1000)
+    member, rep = pairs(np.random.default_rng(4), count=400)
+    for partitions, size, budget, want in ((1, 100, 1 << 24, sound.SPREAD),   # 40,000: 8 of 5,000
+                                           (2, 100, 1 << 24, sound.SPREAD // 2),   # 4 a partition, 8 in all
+                                           (1, 10, 1 << 24, 4),               # 4,000: no bucket under 1,000
+                                           (1, 100, 2000, 20)):               # the budget still bounds a bucket
+        g = GraphDir(str(tmp_path / f"{partitions}-{size}-{budget}"), partitions)
+        sound.queue_checks(g, 0, member, rep, np.full(len(member), size), budget)
+        cuts = [read_columns(p, ["node"], {"node": np.uint64})["node"] for p in sorted(glob.glob(g.path("sound", "checks", f"*{WORK}")))]
+        assert len(cuts) == want and sum(map(len, cuts)) == len(member)
