@@ -76,6 +76,22 @@ def tag_of(key: int) -> str:
     return shard_tag(int(key) >> int(nodes.SHARD_BITS), int(key) & int(nodes.SHARD_MASK))
 
 
+def tag_key(tag: str) -> int:
+    """The `nodes.shard_key` value of a shard tag (`tag_of`'s inverse)."""
+    priority, index = (int(x) for x in tag.split("-"))
+    return (priority << int(nodes.SHARD_BITS)) | index
+
+
+GROUP = 8
+"""Consecutive docs shards of a source that one task of sound dedup's per-shard phases takes (`group_of`)."""
+
+
+def group_of(key: int) -> str:
+    """The group of a docs shard (its `nodes.shard_key` value): `GROUP` consecutive shards of its source, one task of
+    `gather` and of `exact-a`, whose bundle goes by this name; a reader finds the bundle from the shard alone."""
+    return f"{int(key) >> int(nodes.SHARD_BITS):02d}-g{(int(key) & int(nodes.SHARD_MASK)) // GROUP:06d}"
+
+
 class PartitionedSink:
     """Collects a shard's rows, then writes them split by hash partition of column `by`, one file per partition.
 

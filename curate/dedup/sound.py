@@ -10,10 +10,10 @@ Phases (after the components converge):
   decide    per node partition: each member's component label, sent to its docs shard (with settled components kept,
             `curate.dedup.settled`: to its component's partition, where `recall` decides the components an earlier
             run settled and sends the rest to their docs shards)
-  gather    per docs shard: attach each member's signature and length, send it to its component's partition
+  gather    per group of docs shards: attach each member's signature and length, send it to its component's partition
   settle    per partition of components: representatives and estimates, round by round (`settle_members`);
             pairs near the threshold wait in buckets (`queue_checks`), their documents' shards are told what to hash
-  exact-a   per docs shard: the queued documents' texts, in one bundle, a batch for each bucket of pairs that needs them
+  exact-a   per group of docs shards: the queued documents' texts, in one bundle, a batch for each bucket that needs them
   exact-b   per bucket of pairs: the exact Jaccard of each pair (its texts hashed there), for its component's partition
   finalize  per partition of components: the decisions (`finish`), written with their evidence
 """
@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import partial
-from typing import Iterator
+from typing import Iterable, Iterator
 
 import numpy as np
 import pyarrow as pa
@@ -32,7 +32,7 @@ from curate.dedup import bundles, exact_cache, nodes, settled
 from curate.dedup.exact_cache import pair_lookup
 from curate.dedup.exact_kernel import jaccard_pairs, shingle_sets
 from curate.dedup.graph import GraphDir, by_shard, write_decisions
-from curate.dedup.layout import PLAIN, WORK, read_columns, tag_of, write_columns
+from curate.dedup.layout import PLAIN, WORK, group_of, read_columns, write_columns
 from curate.dedup.settle import CHECK, REMOVED, Settled, finish, settle_members
 from curate.dedup.shingles import Shingling
 from curate.dedup.shuffle import partition_of
@@ -74,30 +74,51 @@ def route(g: GraphDir, rnd: int, p: int) -> dict:
     return {"in": len(lab["node"])}
 
 
-def gather(g: GraphDir, s: Sound, signatures: str, tag: str, ids: pa.Array | None, frozen: np.ndarray | None = None) -> dict:
-    """Attach this shard's members' signatures (`signatures`: its file; and ids when the policy ranks by id; whether each is frozen when
-    `frozen`, a mask over the shard's rows, is given); send them by component."""
-    m = bundles.receive(g.path("sound", "route"), tag, ["node", "label", "hi"], {"node": U64, "label": U64, "hi": U64})
-    if not len(m["node"]):
+@dataclass(frozen=True)
+class Members:
+    """What `gather` needs of a docs shard: its signature file, its tag, and, where asked, its ids (the policy ranks
+    by id) and which of its rows are frozen (a mask over them)."""
+
+    signatures: str
+    tag: str
+    ids: pa.Array | None = None
+    frozen: np.ndarray | None = None
+
+
+def gather(g: GraphDir, s: Sound, origin: str, shards: Iterable[Members]) -> dict:
+    """Attach the members' signatures (and lengths, and ids and frozen flags where given) of a group of docs shards
+    (`layout.group_of`); send them by component, in one bundle (`from-<origin>`)."""
+    tables = [t for t in map(partial(_members, g), shards) if t is not None]
+    if not tables:
         return {"in": 0}
-    sig_row, length, sig = read_signatures(signatures)
-    rows = nodes.row_of(m["node"]).astype(sig_row.dtype)
-    at = np.searchsorted(sig_row, rows)
-    if len(sig_row) == 0 or not np.array_equal(sig_row[np.minimum(at, len(sig_row) - 1)], rows):
-        raise ValueError(f"shard {tag}: a cluster member has no stored signature (re-run the minhash step)")
-    table = pa.table({"node": m["node"], "label": m["label"], "hi": m["hi"], "length": length[at], "sig": fixed_lists(sig[at])})
-    if ids is not None:
-        table = table.append_column("id", ids.take(pa.array(nodes.row_of(m["node"]))).cast(pa.string()))
-    if frozen is not None:
-        table = table.append_column("frozen", pa.array(frozen[nodes.row_of(m["node"])]))
-    part = partition_of(m["label"], g.partitions)
+    table = pa.concat_tables(tables)
+    part = partition_of(table.column("label").to_numpy(), g.partitions)
     order = np.argsort(part, kind="stable")
     bounds = np.flatnonzero(np.r_[True, part[order][1:] != part[order][:-1], True])
     parts = ((int(part[order[a]]), table.take(pa.array(order[a:b]))) for a, b in zip(bounds[:-1], bounds[1:]))
-    # one bundle a shard (signatures: uncompressed), not a file a (shard, partition): 3,900 files of a 1M append were 975
-    bundles.send(g.path("sound", "gathered"), tag, ((q, {n: t.column(n).combine_chunks() for n in t.column_names}) for q, t in parts),
+    # one bundle a group of shards (signatures: uncompressed), not a file a (shard, partition): 3,900 files of a 1M
+    # append were 975, and a group's 8 shards send one
+    bundles.send(g.path("sound", "gathered"), origin, ((q, {n: t.column(n).combine_chunks() for n in t.column_names}) for q, t in parts),
                  bundles.partition, PLAIN)
-    return {"in": len(m["node"])}
+    return {"in": table.num_rows, "shards": len(tables)}
+
+
+def _members(g: GraphDir, shard: Members) -> pa.Table | None:
+    """One docs shard's members (as `route` sent them) with their signatures and lengths; None when it has none."""
+    m = bundles.receive(g.path("sound", "route"), shard.tag, ["node", "label", "hi"], {"node": U64, "label": U64, "hi": U64})
+    if not len(m["node"]):
+        return None
+    sig_row, length, sig = read_signatures(shard.signatures)
+    rows = nodes.row_of(m["node"]).astype(sig_row.dtype)
+    at = np.searchsorted(sig_row, rows)
+    if len(sig_row) == 0 or not np.array_equal(sig_row[np.minimum(at, len(sig_row) - 1)], rows):
+        raise ValueError(f"shard {shard.tag}: a cluster member has no stored signature (re-run the minhash step)")
+    table = pa.table({"node": m["node"], "label": m["label"], "hi": m["hi"], "length": length[at], "sig": fixed_lists(sig[at])})
+    if shard.ids is not None:
+        table = table.append_column("id", shard.ids.take(pa.array(nodes.row_of(m["node"]))).cast(pa.string()))
+    if shard.frozen is not None:
+        table = table.append_column("frozen", pa.array(shard.frozen[nodes.row_of(m["node"])]))
+    return table
 
 
 STATE = ("rep", "sim", "fate", "solid", "solid_sim", "wait", "wait_sim", "wait_sure")
@@ -256,20 +277,26 @@ def queue_checks(g: GraphDir, p: int, member: np.ndarray, rep: np.ndarray, size:
                                                         for key, part in by_shard(want, node=want, bucket=in_bucket)))
 
 
-def exact_a(g: GraphDir, s: Sound, tag: str, texts: pa.Array) -> dict:
-    """Per docs shard: the texts of the documents queued for it, in one bundle (`sound/texts/from-<shard>`) with a batch
-    for each bucket of pairs that needs them (a file per bucket cost ~1.5 ms: as much as reading the shard's text
-    column, once the pairs were spread over more buckets). A text is a seventh of its shingle hashes' bytes (3,000
-    characters: 24 kB of hashes), so the texts travel and each is hashed where its pairs are checked."""
-    c = bundles.receive(g.path("sound", "exact"), tag, ["node", "part", "bucket"],
-                     {"node": U64, "part": U64, "bucket": U64})
-    order = np.lexsort((c["bucket"], c["part"]))
-    part, bucket = c["part"][order], c["bucket"][order]
-    bounds = np.flatnonzero(np.r_[True, (part[1:] != part[:-1]) | (bucket[1:] != bucket[:-1]), True])
-    sent = ((bucket_name(part[a], bucket[a]), c["node"][order[a:b]]) for a, b in zip(bounds[:-1], bounds[1:]))
-    bundles.send(g.path("sound", "texts"), tag, ((name, {"node": node, "text": texts.take(pa.array(nodes.row_of(node)))})
-                                                  for name, node in sent), name=str)
-    return {"in": len(c["node"])}
+def exact_a(g: GraphDir, origin: str, shards: Iterable[tuple[str, pa.Array]]) -> dict:
+    """Per group of docs shards (`layout.group_of`; each: its tag, its texts): the texts of the documents queued for
+    them, in one bundle (`sound/texts/from-<origin>`) with a batch for each bucket of pairs that needs some (a file per
+    bucket cost ~1.5 ms: as much as reading a shard's text column, once the pairs were spread over more buckets). A
+    text is a seventh of its shingle hashes' bytes (3,000 characters: 24 kB of hashes), so the texts travel and each
+    is hashed where its pairs are checked."""
+    sent: dict[str, list[tuple[np.ndarray, pa.Array]]] = {}
+    for tag, texts in shards:   # (a shard's whole text column at a time, its queued texts kept)
+        c = bundles.receive(g.path("sound", "exact"), tag, ["node", "part", "bucket"], {"node": U64, "part": U64, "bucket": U64})
+        order = np.lexsort((c["bucket"], c["part"]))
+        part, bucket = c["part"][order], c["bucket"][order]
+        bounds = np.flatnonzero(np.r_[True, (part[1:] != part[:-1]) | (bucket[1:] != bucket[:-1]), True])
+        for a, b in zip(bounds[:-1], bounds[1:]):
+            node = c["node"][order[a:b]]
+            sent.setdefault(bucket_name(part[a], bucket[a]), []).append(
+                (node, texts.take(pa.array(nodes.row_of(node))).cast(pa.large_string())))
+    bundles.send(g.path("sound", "texts"), origin, ((name, {"node": np.concatenate([n for n, _ in got]),
+                                                            "text": pa.concat_arrays([t for _, t in got])})
+                                                    for name, got in sorted(sent.items())), name=str)
+    return {"in": sum(len(n) for got in sent.values() for n, _ in got)}
 
 
 def bucket_name(p: int, bucket: int) -> str:
@@ -280,9 +307,9 @@ def bucket_name(p: int, bucket: int) -> str:
 def exact_b(g: GraphDir, s: Sound, bucket: str) -> dict:
     """Per bucket of pairs (`<partition>-<bucket>`): the exact Jaccard of each (member, kept member), for `finalize`;
     each document's shingles hashed once (`exact_kernel`), however many of the bucket's pairs it is in. Its texts come
-    from the bundles of its documents' shards only (`bundles.receive_from`)."""
+    from the bundles of its documents' groups of shards only (`bundles.receive_from`)."""
     pairs = read_columns(g.path("sound", "checks", f"{bucket}{WORK}"), ["node", "rep"], {"node": U64, "rep": U64})
-    senders = [tag_of(key) for key in np.unique(nodes.shard_key(np.concatenate([pairs["node"], pairs["rep"]])))]
+    senders = sorted({group_of(key) for key in np.unique(nodes.shard_key(np.concatenate([pairs["node"], pairs["rep"]])))})
     t = bundles.receive_from(g.path("sound", "texts"), senders, bucket, ["node", "text"], {"node": U64, "text": pa.large_string()})
     held = t["node"]
     values, offsets = shingle_sets(t["text"], shingling_of(s))

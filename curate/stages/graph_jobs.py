@@ -7,6 +7,7 @@ from dataclasses import dataclass
 
 from curate.io.parquet import read_file
 from curate.dedup import bundles, graph
+from curate.dedup.layout import group_of, tag_key
 from curate.rundir import RunDir
 from curate.rundir.edits import apply_edits, read_spans
 from curate.stages.facets import Kernel
@@ -43,3 +44,15 @@ def queued(g: graph.GraphDir, shards: list[Task], *folder: str) -> list[Task]:
     of 1,100 shards: gather 1,028, exact a 642, exact b 789, resolve 970."""
     tags = bundles.receivers(g.path(*folder))
     return [t for t in shards if t.payload.tag in tags]
+
+
+def grouped(shards: list[Task]) -> list[Task]:
+    """Per-shard tasks joined into one task per group of `layout.GROUP` consecutive shards of a source
+    (`layout.group_of`), its payload their jobs in plan order: a task writes one bundle and one marker, not one of each
+    per shard. A new file costs ~0.75 ms on this machine's ext4 (as much as a small shard's work in `gather`); on an
+    object store it is a PUT."""
+    groups: dict[str, list[ShardJob]] = {}
+    for t in shards:
+        groups.setdefault(group_of(tag_key(t.payload.tag)), []).append(t.payload)
+    return [Task(name, f"source '{jobs[0].source}' shards {jobs[0].shard} .. {jobs[-1].shard} ({len(jobs)})" if len(jobs) > 1
+                 else f"source '{jobs[0].source}' shard {jobs[0].shard}", tuple(jobs)) for name, jobs in groups.items()]

@@ -7,14 +7,14 @@ import logging
 from functools import partial
 from typing import TYPE_CHECKING
 
-from curate.dedup import exact_cache, frozen, graph, nodes, settled, sound
-from curate.dedup.layout import WORK
+from curate.dedup import exact_cache, frozen, graph, settled, sound
+from curate.dedup.layout import WORK, group_of, tag_key
 from curate.dedup.signature_store import signatures_path
 from curate.io import fs
 from curate.rundir import RunDir
 from curate.rundir.digests import text_digests
 from curate.stages.facets import Kernel
-from curate.stages.graph_jobs import ShardJob, column, phase, queued
+from curate.stages.graph_jobs import ShardJob, column, grouped, phase, queued
 from curate.stages.phase import PhaseRunner, Task
 
 if TYPE_CHECKING:
@@ -39,15 +39,14 @@ def settle(c: Clustering, run: RunDir, shards: list[Task], parts: list[Task], fi
         if known.ran:   # (a resumed run's recall is recorded: said by the run that did it)
             log.info("[%s: settle] %s of %s components reused", c.stage, f"{sum(r.get('reused', 0) for r in known):,}",
                      f"{sum(r.get('components', 0) for r in known):,}")
-    gathering = queued(g, shards, "sound", "route")
+    gathering = grouped(queued(g, shards, "sound", "route"))
     run_phase(phase("gather", gathering, partial(gather, run, g, s, c.by_id),   # (signatures read cold in an append)
-                    prefetch=lambda todo: [signatures_path(s.signatures, t.payload.source, t.payload.shard) for t in todo]))
+                    prefetch=lambda todo: [signatures_path(s.signatures, j.source, j.shard) for t in todo for j in t.payload]))
     done = run_phase(phase("settle", parts, partial(sound.settle, g, s, c.policy, c.by_id)))
     if s.cache is not None and done.ran:   # (a no-op run's settle is recorded: said by the run that did it)
         pairs, reused = sum(r.get("checks", 0) for r in done), sum(r.get("reused", 0) for r in done)
         log.info("[%s: exact] %s of %s pairs reused, %s checked", c.stage, f"{reused:,}", f"{pairs:,}", f"{pairs - reused:,}")
-    run_phase(phase("exact-a", queued(g, shards, "sound", "exact"), partial(column, run, "text", partial(sound.exact_a, g, s)),
-                     (EXACT,)))
+    run_phase(phase("exact-a", grouped(queued(g, shards, "sound", "exact")), partial(exact_a, run, g)))
     buckets = sorted(path.rsplit("/", 1)[1][:-len(WORK)] for path in fs.files_under(g.path("sound", "checks")))
     run_phase(phase("exact-b", [Task(b, f"exact-check bucket {b}", b) for b in buckets], partial(sound.exact_b, g, s), (EXACT,)))
     run_phase(phase("finalize", parts, partial(sound.finalize, g, s)))
@@ -61,18 +60,23 @@ def shard_ids(run: RunDir, jobs: list[ShardJob], shingling: dict) -> dict[int, i
     """Per docs shard (by shard key), the id of its texts as the exact check reads them (`exact_cache.shard_id`): its
     docs file and the edits before the step, by content (`digests`: hashed once a process, which later steps' per-shard
     keys hash too)."""
-    out = {}
-    for j in jobs:
-        priority, index = (int(x) for x in j.tag.split("-"))
-        digests = text_digests(run, j.source, j.shard, j.editors)
-        out[(priority << int(nodes.SHARD_BITS)) | index] = exact_cache.shard_id(j.source, j.shard, digests, shingling)
-    return out
+    return {tag_key(j.tag): exact_cache.shard_id(j.source, j.shard, text_digests(run, j.source, j.shard, j.editors), shingling)
+            for j in jobs}
 
 
-def gather(run: RunDir, g: graph.GraphDir, s: sound.Sound, by_id: bool, job: ShardJob) -> dict:
-    signatures = signatures_path(s.signatures, job.source, job.shard)
-    if s.frozen is not None:  # which members are frozen: their ids against the same-named shard of the frozen kept/
-        kept = fs.join(frozen.frozen_root(s.frozen), "kept", job.source, f"{job.shard}.parquet")
-        return column(run, "id", lambda tag, ids: sound.gather(g, s, signatures, tag, ids if by_id else None,
-                                                                frozen.frozen_mask(ids, kept)), job)
-    return column(run, "id", partial(sound.gather, g, s, signatures), job) if by_id else sound.gather(g, s, signatures, job.tag, None)
+def gather(run: RunDir, g: graph.GraphDir, s: sound.Sound, by_id: bool, jobs: tuple[ShardJob, ...]) -> dict:
+    """`sound.gather` of a group of docs shards (`grouped`), with each one's ids where the policy ranks by id or frozen
+    documents are asked about (which members are frozen: their ids against the same-named shard of the frozen kept/)."""
+    shards = []
+    for job in jobs:
+        ids = column(run, "id", lambda tag, ids: ids, job) if by_id or s.frozen is not None else None
+        fixed = None if s.frozen is None else \
+            frozen.frozen_mask(ids, fs.join(frozen.frozen_root(s.frozen), "kept", job.source, f"{job.shard}.parquet"))
+        shards.append(sound.Members(signatures_path(s.signatures, job.source, job.shard), job.tag, ids if by_id else None, fixed))
+    return sound.gather(g, s, group_of(tag_key(jobs[0].tag)), shards)
+
+
+def exact_a(run: RunDir, g: graph.GraphDir, jobs: tuple[ShardJob, ...]) -> dict:
+    """`sound.exact_a` of a group of docs shards (`grouped`): each one's text as the step sees it (edited), read in turn."""
+    return sound.exact_a(g, group_of(tag_key(jobs[0].tag)), ((job.tag, column(run, "text", lambda tag, texts: texts, job))
+                                                             for job in jobs))

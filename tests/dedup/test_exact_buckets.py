@@ -1,6 +1,6 @@
-"""Sound dedup's exact check in buckets of pairs (`sound.queue_checks`, `exact_a`, `exact_b`): each docs shard sends
-its texts in one bundle, a batch for each bucket that needs its documents, and however the pairs are cut into
-buckets the Jaccards are the exact ones."""
+"""Sound dedup's exact check in buckets of pairs (`sound.queue_checks`, `exact_a`, `exact_b`): each group of docs
+shards sends its texts in one bundle, a batch for each bucket that needs its documents, and however the pairs are cut
+into buckets the Jaccards are the exact ones."""
 
 import glob
 
@@ -10,7 +10,7 @@ import pyarrow as pa
 from curate.dedup import bundles, nodes, sound
 from curate.dedup.exact import jaccard, shingle_hashes
 from curate.dedup.graph import GraphDir
-from curate.dedup.layout import WORK, read_columns, tag_of
+from curate.dedup.layout import WORK, group_of, read_columns, tag_key, tag_of
 
 SOUND = sound.Sound(0.8, 0.1, 8, "", {"unit": "char", "n": 5, "normalize": [], "short_docs": "whole"})
 SHARDS = 4
@@ -32,10 +32,10 @@ def pairs(rng, count=60, rows=30):
 def check(tmp, texts, member, rep, size, bucket_hashes):
     g = GraphDir(str(tmp), 2)
     sound.queue_checks(g, 1, member, rep, size, bucket_hashes)
-    for shard, text in enumerate(texts):
-        tag = tag_of(int(nodes.shard_key(nodes.pack(0, shard, np.zeros(1, np.int64)))[0]))
-        if tag in bundles.receivers(g.path("sound", "exact")):
-            sound.exact_a(g, SOUND, tag, text)
+    tags = [tag_of(int(nodes.shard_key(nodes.pack(0, shard, np.zeros(1, np.int64)))[0])) for shard in range(len(texts))]
+    queued = bundles.receivers(g.path("sound", "exact"))
+    for group in sorted({group_of(tag_key(t)) for t in queued}):   # (here one group: shards 0-3 of priority 0)
+        sound.exact_a(g, group, [(t, text) for t, text in zip(tags, texts) if t in queued and group_of(tag_key(t)) == group])
     buckets = sorted(p.rsplit("/", 1)[1][:-len(WORK)] for p in glob.glob(g.path("sound", "checks", f"*{WORK}")))
     checked = sum(sound.exact_b(g, SOUND, b)["in"] for b in buckets)
     done = read_columns(g.path("sound", "exact-done", "p=00001", f"*{WORK}"), ["node", "rep", "jaccard"],
@@ -55,8 +55,8 @@ def test_bucketed_exact_checks_give_the_exact_jaccards_and_a_batch_per_shard_and
         assert len(buckets) == want_buckets and checked == len(member)
         got = {(int(a), int(b)): j for a, b, j in zip(done["node"], done["rep"], done["jaccard"])}
         assert got == {(int(a), int(b)): jaccard(sets[int(a)], sets[int(b)]) for a, b in zip(member, rep)}
-        senders = glob.glob(g.path("sound", "texts", f"*{WORK}"))   # one bundle a shard that had documents queued
-        assert len(senders) == len(np.unique(nodes.shard_key(np.r_[member, rep])))
+        senders = glob.glob(g.path("sound", "texts", f"*{WORK}"))   # one bundle a group of shards with documents queued
+        assert len(senders) == len({group_of(k) for k in nodes.shard_key(np.r_[member, rep])}) == 1
         for b in buckets:   # a bucket is sent only its own pairs' documents, each once, by each shard that holds some
             sent = bundles.receive(g.path("sound", "texts"), b, ["node"], {"node": np.uint64})["node"]
             mine = read_columns(g.path("sound", "checks", f"{b}{WORK}"), ["node", "rep"], {"node": np.uint64, "rep": np.uint64})

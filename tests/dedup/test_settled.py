@@ -20,9 +20,9 @@ from test_exact_cache import PARTS, _near_copies, _pairs, _run  # noqa: E402
 
 
 def _counts(run: Path, phase: str) -> tuple[int, int]:
-    """(tasks, members in) of one dedup phase of the run's last dedup."""
+    """(docs shards, members in) of one dedup phase of the run's last dedup."""
     found = [json.loads(p.read_text()) for p in (run / "_state/dedup" / phase).glob("*.json")]
-    return len(found), sum(m.get("in", 0) for m in found)
+    return sum(m.get("shards", 1) for m in found), sum(m.get("in", 0) for m in found)
 
 
 def _reuse_line(lines: list[str]) -> tuple[int, int]:
