@@ -161,15 +161,19 @@ def whole_table(tmp: Path, sample: Path, repeat: int) -> None:
 
 
 def mode_costs(tmp: Path, sample: Path, repeat: int = 3) -> None:
-    """minhash + dedup stage time (best of `repeat`, inline) per dedup mode, against unverified."""
-    results = {}
-    for name, dedup in MODES.items():
-        runs = [run_curate(tmp, sample, "zyda2", "cross_source", ["--inline"], f"m-{len(results)}-{k}", dedup) for k in range(repeat)]
-        results[name] = min(runs, key=lambda r: r["stage_seconds"])
-    base = results["unverified"]["stage_seconds"]
-    print(f"{'mode':18} {'docs':>7} {'minhash+dedup s':>16} {'vs unverified':>14} {'removed':>8}")
-    for name, r in results.items():
-        print(f"{name:18} {r['docs']:7d} {r['stage_seconds']:16.2f} {r['stage_seconds'] / base:13.2f}x {r['removed']:8d}")
+    """minhash + dedup stage time (inline) per dedup mode, against unverified: best and median of `repeat` runs, the
+    modes alternating within each round (a busy moment of the box hits every mode alike)."""
+    runs: dict[str, list[dict]] = {name: [] for name in MODES}
+    for k in range(repeat):
+        for i, (name, dedup) in enumerate(MODES.items()):
+            runs[name].append(run_curate(tmp, sample, "zyda2", "cross_source", ["--inline"], f"m-{i}-{k}", dedup))
+    best = {name: min(r["stage_seconds"] for r in rs) for name, rs in runs.items()}
+    median = {name: statistics.median(r["stage_seconds"] for r in rs) for name, rs in runs.items()}
+    print(f"load average {os.getloadavg()[0]:.2f}; {repeat} rounds, the modes alternating")
+    print(f"{'mode':18} {'docs':>7} {'best s':>7} {'vs unverified':>14} {'median s':>9} {'vs unverified':>14} {'removed':>8}")
+    for name, rs in runs.items():
+        print(f"{name:18} {rs[0]['docs']:7d} {best[name]:7.2f} {best[name] / best['unverified']:13.2f}x {median[name]:9.2f} "
+              f"{median[name] / median['unverified']:13.2f}x {rs[0]['removed']:8d}")
 
 
 def load_docs(sample_run: Path) -> list[tuple[str, str, str]]:
@@ -236,7 +240,7 @@ def main() -> None:
         else:
             make_sample(sample, docs=args.docs, seed=0)
         if args.modes:
-            return mode_costs(tmp, sample)
+            return mode_costs(tmp, sample, args.repeat)
         whole_table(tmp, sample, args.repeat)
         if args.whole_only:
             return
