@@ -5,33 +5,34 @@ holding its documents; lines for what crosses `max_removed_share` or `max_cluste
 
 from __future__ import annotations
 
-import numpy as np
-import pyarrow as pa
-import pyarrow.compute as pc
-
+from curate import sql
 from curate.io import fs
-from curate.io.parquet import read_table
 
 LARGEST = 3  # cluster sizes kept per source
 
 
-def cluster_sizes(clusters_root: str) -> dict[str, list[int]]:
-    """Per source, the sizes of the largest clusters holding its documents (from RUN/<stage>/clusters/)."""
-    parts = []
-    for path in fs.glob(fs.join(clusters_root, "*", "*.parquet")):
-        with fs.open_input(path) as handle:
-            parts.append(read_table(handle, columns=["cluster", "source"]))
-    if not parts:
+def cluster_sizes(clusters_root: str, memory_mb: int | None = None) -> dict[str, list[int]]:
+    """Per source, the sizes of the largest clusters holding its documents (from RUN/<stage>/clusters/). A cluster
+    spans shards and sources, so its size is a count over every clusters file: a DuckDB aggregate in the driver's
+    memory bound (`curate.sql.memory_mb`, or `memory_mb`), which spills to disk rather than hold a row per member in
+    the driver (at 1B documents, ~50M members)."""
+    pattern = fs.join(clusters_root, "*", "*.parquet")
+    if not fs.glob(pattern):
         return {}
-    t = pa.concat_tables(parts)
-    cluster = t.column("cluster").to_numpy()
-    ids, inverse, counts = np.unique(cluster, return_inverse=True, return_counts=True)
-    t = pa.table({"source": t.column("source"), "cluster": cluster, "size": counts[inverse]})
-    distinct = t.group_by(["source", "cluster"]).aggregate([("size", "max")])
-    out = {}
-    for source in pc.unique(distinct.column("source")).to_pylist():
-        sizes = distinct.filter(pc.equal(distinct.column("source"), source)).column("size_max").to_numpy()
-        out[source] = sorted(sizes.tolist(), reverse=True)[:LARGEST]
+    con = sql.connect(threads=2, readable=(clusters_root,), memory=memory_mb or sql.memory_mb())
+    try:
+        rows = con.execute(f"""
+            WITH members AS (SELECT source, cluster FROM {sql.read_parquet(con, pattern)}),
+                 sizes AS (SELECT cluster, count(*) AS size FROM members GROUP BY cluster),
+                 held AS (SELECT DISTINCT source, cluster FROM members),
+                 ranked AS (SELECT source, size, row_number() OVER (PARTITION BY source ORDER BY size DESC) AS k
+                            FROM held JOIN sizes USING (cluster))
+            SELECT source, size FROM ranked WHERE k <= {LARGEST} ORDER BY source, size DESC""").fetchall()
+    finally:
+        con.close()
+    out: dict[str, list[int]] = {}
+    for source, size in rows:
+        out.setdefault(source, []).append(int(size))
     return out
 
 
