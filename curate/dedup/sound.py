@@ -259,7 +259,7 @@ def queue_checks(g: GraphDir, p: int, member: np.ndarray, rep: np.ndarray, size:
     """Queue partition `p`'s pairs (member, rep) for the exact Jaccard: the pairs in buckets of at most about
     `bucket_hashes` shingles (`size`: a pair's characters, about its shingles), and in `SPREAD / partitions` of them
     where each still holds `SPREAD_HASHES`, one exact-b task each (`sound/checks/<p>-<bucket>`); and each docs shard the
-    documents it must send, with their buckets (`sound/exact/s=<shard>/from-<p>`). The pairs come in component order,
+    documents it must send, with their buckets (`sound/exact/from-<p>`, a batch a shard). The pairs come in component order,
     so a cut splits few components: a document is hashed once in each bucket that holds one of its pairs."""
     if not len(member):
         return
@@ -280,7 +280,7 @@ def queue_checks(g: GraphDir, p: int, member: np.ndarray, rep: np.ndarray, size:
 def exact_a(g: GraphDir, origin: str, shards: Iterable[tuple[str, pa.Array]]) -> dict:
     """Per group of docs shards (`layout.group_of`; each: its tag, its texts): the texts of the documents queued for
     them, in one bundle (`sound/texts/from-<origin>`) with a batch for each bucket of pairs that needs some (a file per
-    bucket cost ~1.5 ms: as much as reading a shard's text column, once the pairs were spread over more buckets). A
+    bucket cost ~1.2 ms: about what reading a shard's text column costs, once the pairs were spread over more buckets). A
     text is a seventh of its shingle hashes' bytes (3,000 characters: 24 kB of hashes), so the texts travel and each
     is hashed where its pairs are checked."""
     sent: dict[str, list[tuple[np.ndarray, pa.Array]]] = {}

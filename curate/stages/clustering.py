@@ -142,7 +142,7 @@ class ClusterStage(ShardStage):
                                     # 6: a source's docs shards numbered in input order (`layout.shard_numbers`)
                                     # 7: `resolve` sends ids only (a representative's source is its node's priority)
                                     # 8: decisions and `resolve`'s ids keep digests of what each shard is sent (quick keys)
-                                    # 9: sound mode's texts for the exact check in one bundle per docs shard
+                                    # 9: sound mode's gather and exact-a send one bundle per group of docs shards (`layout.group_of`)
     PIPELINE_READS = ("priority",)
 
     def owned_paths(self) -> list[str]:
