@@ -10,10 +10,12 @@ import pyarrow as pa
 from curate.dedup import bundles, nodes, sound
 from curate.dedup.exact import jaccard, shingle_hashes
 from curate.dedup.graph import GraphDir
-from curate.dedup.layout import WORK, group_of, read_columns, tag_key, tag_of
+from curate.dedup.layout import GROUP, WORK, group_of, read_columns, shard_tag, tag_key, tag_of
+from curate.stages.graph_jobs import ShardJob, grouped
+from curate.stages.phase import Task
 
 SOUND = sound.Sound(0.8, 0.1, 8, "", {"unit": "char", "n": 5, "normalize": [], "short_docs": "whole"})
-SHARDS = 4
+SHARDS = 12   # shards 0-7 and 8-11 of priority 0: two groups (`layout.GROUP`)
 
 
 def corpus(seed=3, rows=30):
@@ -34,7 +36,7 @@ def check(tmp, texts, member, rep, size, bucket_hashes):
     sound.queue_checks(g, 1, member, rep, size, bucket_hashes)
     tags = [tag_of(int(nodes.shard_key(nodes.pack(0, shard, np.zeros(1, np.int64)))[0])) for shard in range(len(texts))]
     queued = bundles.receivers(g.path("sound", "exact"))
-    for group in sorted({group_of(tag_key(t)) for t in queued}):   # (here one group: shards 0-3 of priority 0)
+    for group in sorted({group_of(tag_key(t)) for t in queued}):   # a task a group, as `graph_jobs.grouped` plans them
         sound.exact_a(g, group, [(t, text) for t, text in zip(tags, texts) if t in queued and group_of(tag_key(t)) == group])
     buckets = sorted(p.rsplit("/", 1)[1][:-len(WORK)] for p in glob.glob(g.path("sound", "checks", f"*{WORK}")))
     checked = sum(sound.exact_b(g, SOUND, b)["in"] for b in buckets)
@@ -56,7 +58,7 @@ def test_bucketed_exact_checks_give_the_exact_jaccards_and_a_batch_per_shard_and
         got = {(int(a), int(b)): j for a, b, j in zip(done["node"], done["rep"], done["jaccard"])}
         assert got == {(int(a), int(b)): jaccard(sets[int(a)], sets[int(b)]) for a, b in zip(member, rep)}
         senders = glob.glob(g.path("sound", "texts", f"*{WORK}"))   # one bundle a group of shards with documents queued
-        assert len(senders) == len({group_of(k) for k in nodes.shard_key(np.r_[member, rep])}) == 1
+        assert len(senders) == len({group_of(k) for k in nodes.shard_key(np.r_[member, rep])}) == 2
         for b in buckets:   # a bucket is sent only its own pairs' documents, each once, by each shard that holds some
             sent = bundles.receive(g.path("sound", "texts"), b, ["node"], {"node": np.uint64})["node"]
             mine = read_columns(g.path("sound", "checks", f"{b}{WORK}"), ["node", "rep"], {"node": np.uint64, "rep": np.uint64})
@@ -91,3 +93,15 @@ def test_a_small_graph_s_pairs_are_spread_over_buckets_of_at_least_the_spread_si
         sound.queue_checks(g, 0, member, rep, np.full(len(member), size), budget)
         cuts = [read_columns(p, ["node"], {"node": np.uint64})["node"] for p in sorted(glob.glob(g.path("sound", "checks", f"*{WORK}")))]
         assert len(cuts) == want and sum(map(len, cuts)) == len(member)
+
+
+def test_grouped_tasks_take_consecutive_shards_of_one_source_and_name_the_group_a_reader_finds():
+    """`graph_jobs.grouped`: a task per `GROUP` consecutive shards of a source, in plan order, named as `group_of`
+    names the group of each of its shards (exact-b finds a text's bundle from its node alone)."""
+    jobs = [ShardJob(source, f"s{i}", shard_tag(priority, i)) for priority, source, count in ((0, "a", 2 * GROUP + 3), (1, "b", 2))
+            for i in range(count)]
+    tasks = grouped([Task(j.tag, j.shard, j) for j in jobs if j.tag != shard_tag(0, 1)])   # a shard with nothing queued plans nothing
+    assert [len(t.payload) for t in tasks] == [GROUP - 1, GROUP, 3, 2]
+    assert [j for t in tasks for j in t.payload] == [j for j in jobs if j.tag != shard_tag(0, 1)]
+    for t in tasks:
+        assert {group_of(tag_key(j.tag)) for j in t.payload} == {t.key} and len({j.source for j in t.payload}) == 1
