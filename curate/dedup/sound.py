@@ -264,7 +264,8 @@ def queue_checks(g: GraphDir, p: int, member: np.ndarray, rep: np.ndarray, size:
     if not len(member):
         return
     total = np.cumsum(size)
-    per = min(bucket_hashes, max(SPREAD_HASHES, -(-int(total[-1]) // -(-SPREAD // g.partitions))))
+    spread = -(-SPREAD // g.partitions)   # this partition's share of the SPREAD buckets
+    per = min(bucket_hashes, max(SPREAD_HASHES, -(-int(total[-1]) // spread)))
     bucket = (total - 1) // per
     for k in np.unique(bucket):
         at = bucket == k

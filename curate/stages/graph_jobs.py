@@ -26,11 +26,16 @@ class ShardJob:
 
 def column(run: RunDir, name: str, fn, job: ShardJob) -> dict:
     """Call `fn(job.tag, <the docs shard's column>)`, the form the shard-level graph functions take."""
+    return fn(job.tag, read_column(run, name, job))
+
+
+def read_column(run: RunDir, name: str, job: ShardJob):
+    """A docs shard's column as the step sees it: its text edited by the editing steps before it."""
     edits = [read_spans(run, step, job.source, job.shard) for step in job.editors] if name == "text" else []
     table = read_file(run.docs(job.source, job.shard), columns=[name, "id"] if any(edits) else [name])
     for spans in edits:
         table = apply_edits(table, spans)
-    return fn(job.tag, table.column(name).combine_chunks())
+    return table.column(name).combine_chunks()
 
 
 def phase(name: str, tasks: list[Task], fn, kernels: tuple[Kernel, ...] = (), prefetch=None, restore=None) -> Phase:
@@ -53,6 +58,11 @@ def grouped(shards: list[Task]) -> list[Task]:
     object store it is a PUT."""
     groups: dict[str, list[ShardJob]] = {}
     for t in shards:
-        groups.setdefault(group_of(tag_key(t.payload.tag)), []).append(t.payload)
+        groups.setdefault(group_name((t.payload,)), []).append(t.payload)
     return [Task(name, f"source '{jobs[0].source}' shards {jobs[0].shard} .. {jobs[-1].shard} ({len(jobs)})" if len(jobs) > 1
                  else f"source '{jobs[0].source}' shard {jobs[0].shard}", tuple(jobs)) for name, jobs in groups.items()]
+
+
+def group_name(jobs: tuple[ShardJob, ...]) -> str:
+    """The name of the group the jobs' shards are in (`layout.group_of`): its task's key, and its bundle's."""
+    return group_of(tag_key(jobs[0].tag))

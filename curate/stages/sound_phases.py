@@ -8,13 +8,13 @@ from functools import partial
 from typing import TYPE_CHECKING
 
 from curate.dedup import exact_cache, frozen, graph, settled, sound
-from curate.dedup.layout import WORK, group_of, tag_key
+from curate.dedup.layout import WORK, tag_key
 from curate.dedup.signature_store import signatures_path
 from curate.io import fs
 from curate.rundir import RunDir
 from curate.rundir.digests import text_digests
 from curate.stages.facets import Kernel
-from curate.stages.graph_jobs import ShardJob, column, grouped, phase, queued
+from curate.stages.graph_jobs import ShardJob, group_name, grouped, phase, queued, read_column
 from curate.stages.phase import PhaseRunner, Task
 
 if TYPE_CHECKING:
@@ -69,14 +69,13 @@ def gather(run: RunDir, g: graph.GraphDir, s: sound.Sound, by_id: bool, jobs: tu
     documents are asked about (which members are frozen: their ids against the same-named shard of the frozen kept/)."""
     shards = []
     for job in jobs:
-        ids = column(run, "id", lambda tag, ids: ids, job) if by_id or s.frozen is not None else None
+        ids = read_column(run, "id", job) if by_id or s.frozen is not None else None
         fixed = None if s.frozen is None else \
             frozen.frozen_mask(ids, fs.join(frozen.frozen_root(s.frozen), "kept", job.source, f"{job.shard}.parquet"))
         shards.append(sound.Members(signatures_path(s.signatures, job.source, job.shard), job.tag, ids if by_id else None, fixed))
-    return sound.gather(g, s, group_of(tag_key(jobs[0].tag)), shards)
+    return sound.gather(g, s, group_name(jobs), shards)
 
 
 def exact_a(run: RunDir, g: graph.GraphDir, jobs: tuple[ShardJob, ...]) -> dict:
     """`sound.exact_a` of a group of docs shards (`grouped`): each one's text as the step sees it (edited), read in turn."""
-    return sound.exact_a(g, group_of(tag_key(jobs[0].tag)), ((job.tag, column(run, "text", lambda tag, texts: texts, job))
-                                                             for job in jobs))
+    return sound.exact_a(g, group_name(jobs), ((job.tag, read_column(run, "text", job)) for job in jobs))
